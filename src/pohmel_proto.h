@@ -1,0 +1,534 @@
+/* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR MIT */
+/*
+ * pohmel_proto.h - the POHMELFS wire protocol, shared by the kernel client
+ * (src/) and the server (pohmeld/). This file is the only definition of
+ * what crosses the network; both sides include it unchanged.
+ *
+ * Conventions
+ * -----------
+ * - Every integer is big-endian (network order), annotated __be16/32/64 so
+ *   that sparse checks every conversion in the kernel.
+ * - Every struct is padded explicitly to a multiple of 8 bytes; sizes are
+ *   asserted in both builds (POHMEL_*_SIZE below, BUILD_BUG_ON in the
+ *   module, _Static_assert in pohmeld/proto_check.c).
+ * - A message is a struct pohmel_hdr followed by hdr.len payload bytes.
+ *   hdr.len never exceeds the max_msg negotiated at HELLO (and never
+ *   POHMEL_MAX_MSG). The payload of each opcode starts with a fixed body
+ *   struct; variable parts (names, data) follow it, their lengths given by
+ *   fields of the body. Every length is checked before use; a message whose
+ *   lengths do not add up exactly to hdr.len is a protocol error and the
+ *   receiver drops the connection.
+ * - Names are not NUL-terminated on the wire. A name is 1..POHMEL_NAME_MAX
+ *   bytes, contains no '/' and no NUL, and is neither "." nor "..".
+ *   Receivers reject anything else with EINVAL (ENAMETOOLONG if too long).
+ * - Errors: hdr.status in a reply is 0 or a positive Linux errno. A reply
+ *   with a non-zero status carries no body (hdr.len == 0).
+ * - Unknown opcodes get ENOSYS; unknown flag bits in hdr.flags or in any
+ *   body flags field get EOPNOTSUPP (never silently ignored).
+ * - Times are signed 64-bit seconds plus 32-bit nanoseconds (y2038 safe).
+ * - Object IDs: an object is named by (id, gen). id is 64-bit, never 0,
+ *   stable across server restarts and renames; gen distinguishes a removed
+ *   and re-created object that reuses an id. A request whose gen does not
+ *   match the live object gets ESTALE. POHMEL_ROOT_ID names the export
+ *   root (its gen is learnt from the HELLO reply).
+ *
+ * Connection life cycle
+ * ---------------------
+ *   client                                 server
+ *   HELLO (nonce_c, uuid, boot gen) ->
+ *                                       <- HELLO reply (nonce_s, mac_s)
+ *   AUTH  (mac_c)                   ->
+ *                                       <- AUTH reply (status, root attr)
+ *   ...requests, each with its own tag; replies in any order...
+ *                                       <- RECALL (unsolicited, tag 0)
+ *   RECALL_ACK                      ->
+ * Only HELLO and AUTH are accepted before authentication completes; any
+ * other opcode closes the connection. AUTH is always sent: its reply
+ * carries the export root's attributes. Without a key configured on either
+ * side, mac fields are zero and POHMEL_FEAT_AUTH is not negotiated; a
+ * server that has a key refuses (EACCES, then close) a client without one.
+ *
+ * Authentication (mutual, pre-shared key K of 16..64 bytes):
+ *   mac_s = HMAC-SHA256(K, "pohmel-s" || nonce_c || nonce_s || uuid)
+ *   mac_c = HMAC-SHA256(K, "pohmel-c" || nonce_s || nonce_c || uuid)
+ * The client checks mac_s before sending AUTH, so it never proves itself
+ * to an impostor. The header keeps POHMEL_HF_SEALED reserved for per-message
+ * integrity/encryption (AEAD with the tag as part of the nonce) as a later
+ * feature bit, without a change to the framing.
+ *
+ * Tags and sequence numbers
+ * -------------------------
+ * hdr.tag is chosen by the sender of a request (any value but 0, unique
+ * among its requests in flight) and echoed in the reply. Server-initiated
+ * messages use tag 0 and POHMEL_HF_SERVER.
+ * hdr.seq is 0 for idempotent requests. Non-idempotent requests (CREATE,
+ * MKDIR, MKNOD, SYMLINK, LINK, UNLINK, RMDIR, RENAME, SETATTR, WRITE,
+ * XATTR_SET/REMOVE, LOCK) carry a per-session sequence number, strictly
+ * increasing from 1. The server keeps, per client session, the replies to
+ * the last POHMEL_REPLY_CACHE sequence numbers; a request whose seq it has
+ * already executed is answered from that cache and not executed again.
+ * This makes a replay after reconnect apply exactly once. A request older
+ * than the cache window gets status POHMEL_ERR_SEQ_OLD and the client fails
+ * that call with EIO (it cannot know whether it was applied).
+ *
+ * Changelog
+ * ---------
+ * 1.0  first version.
+ */
+#ifndef POHMEL_PROTO_H
+#define POHMEL_PROTO_H
+
+#include <linux/types.h>
+
+#define POHMEL_MAGIC		0x504f484dU	/* "POHM" */
+#define POHMEL_PROTO_MAJOR	1
+#define POHMEL_PROTO_MINOR	0
+#define POHMEL_DEFAULT_PORT	7349
+
+#define POHMEL_NAME_MAX		255
+#define POHMEL_PATH_MAX		4096		/* symlink targets */
+#define POHMEL_XATTR_NAME_MAX	255
+#define POHMEL_XATTR_SIZE_MAX	65536
+#define POHMEL_MAX_DATA		(1U << 20)	/* READ/WRITE payload */
+#define POHMEL_MAX_MSG		(POHMEL_MAX_DATA + 4096)
+#define POHMEL_NONCE_LEN	32
+#define POHMEL_MAC_LEN		32
+#define POHMEL_KEY_MIN		16
+#define POHMEL_KEY_MAX		64
+#define POHMEL_REPLY_CACHE	1024
+#define POHMEL_ROOT_ID		1ULL
+
+/* Replayed request older than the server's reply cache window. */
+#define POHMEL_ERR_SEQ_OLD	0x10000
+
+/* Feature bits, negotiated at HELLO: the result is the AND of both sides. */
+#define POHMEL_FEAT_AUTH	(1ULL << 0)	/* HMAC challenge-response */
+#define POHMEL_FEAT_GRANTS	(1ULL << 1)	/* coherent cache grants + RECALL */
+#define POHMEL_FEAT_BATCH	(1ULL << 2)	/* POHMEL_OP_BATCH */
+#define POHMEL_FEAT_ALL		(POHMEL_FEAT_AUTH | POHMEL_FEAT_GRANTS | \
+				 POHMEL_FEAT_BATCH)
+
+/* hdr.flags */
+#define POHMEL_HF_REPLY		0x0001	/* this is a reply to hdr.tag */
+#define POHMEL_HF_SERVER	0x0002	/* server-initiated (RECALL) */
+#define POHMEL_HF_GROUPS	0x0004	/* payload starts with a groups block */
+#define POHMEL_HF_SEALED	0x0008	/* reserved: AEAD-protected payload */
+#define POHMEL_HF_ALL		(POHMEL_HF_REPLY | POHMEL_HF_SERVER | \
+				 POHMEL_HF_GROUPS)
+
+enum pohmel_op {
+	POHMEL_OP_HELLO		= 1,
+	POHMEL_OP_AUTH		= 2,
+	POHMEL_OP_PING		= 3,	/* empty body both ways */
+	POHMEL_OP_LOOKUP	= 4,
+	POHMEL_OP_GETATTR	= 5,
+	POHMEL_OP_SETATTR	= 6,
+	POHMEL_OP_READDIR	= 7,
+	POHMEL_OP_CREATE	= 8,	/* regular file */
+	POHMEL_OP_MKDIR		= 9,
+	POHMEL_OP_MKNOD		= 10,	/* fifo, socket, chr, blk */
+	POHMEL_OP_SYMLINK	= 11,
+	POHMEL_OP_READLINK	= 12,
+	POHMEL_OP_LINK		= 13,
+	POHMEL_OP_UNLINK	= 14,
+	POHMEL_OP_RMDIR		= 15,
+	POHMEL_OP_RENAME	= 16,
+	POHMEL_OP_OPEN		= 17,
+	POHMEL_OP_CLOSE		= 18,
+	POHMEL_OP_READ		= 19,
+	POHMEL_OP_WRITE		= 20,
+	POHMEL_OP_FSYNC		= 21,
+	POHMEL_OP_STATFS	= 22,
+	POHMEL_OP_GETXATTR	= 23,
+	POHMEL_OP_SETXATTR	= 24,
+	POHMEL_OP_LISTXATTR	= 25,
+	POHMEL_OP_REMOVEXATTR	= 26,
+	POHMEL_OP_LOCK		= 27,
+	POHMEL_OP_BATCH		= 28,
+	POHMEL_OP_RECALL	= 29,	/* server -> client */
+	POHMEL_OP_RECALL_ACK	= 30,
+	POHMEL_OP_BYE		= 31,	/* client ends its session cleanly */
+	POHMEL_OP_STATS		= 32,	/* server counters, as text */
+	POHMEL_OP_MAX			/* new opcodes go above this line */
+};
+
+/* Every message starts with this. */
+struct pohmel_hdr {
+	__be32 len;		/* payload bytes after this header */
+	__be16 op;		/* enum pohmel_op */
+	__be16 flags;		/* POHMEL_HF_* */
+	__be32 tag;
+	__be32 status;		/* reply: 0 or positive errno */
+	__be64 seq;		/* 0, or session sequence number */
+	__be32 uid;		/* request: caller's fsuid; reply: 0 */
+	__be32 gid;		/* request: caller's fsgid; reply: 0 */
+};
+#define POHMEL_HDR_SIZE		32
+
+/*
+ * With POHMEL_HF_GROUPS in a request, the payload starts with the caller's
+ * supplementary groups: __be32 count (<= POHMEL_MAX_GROUPS), then count
+ * __be32 gids, then zero padding to a multiple of 8 bytes. The opcode's
+ * body follows. Both hdr.uid/gid and the groups are what the request runs
+ * with on the server (before squashing).
+ */
+#define POHMEL_MAX_GROUPS	32
+static inline __u32 pohmel_groups_size(__u32 count)
+{
+	return (4 + 4 * count + 7) & ~7U;
+}
+
+/* (id, gen) names one object. */
+struct pohmel_oid {
+	__be64 id;
+	__be64 gen;
+};
+#define POHMEL_OID_SIZE		16
+
+struct pohmel_time {
+	__be64 sec;		/* signed */
+	__be32 nsec;		/* 0..999999999 */
+	__be32 pad;
+};
+#define POHMEL_TIME_SIZE	16
+
+/* Grants (attr.grant): what the client may serve from its cache. */
+#define POHMEL_GRANT_NONE	0
+#define POHMEL_GRANT_SHARED	1	/* attrs, dir contents, data */
+#define POHMEL_GRANT_EXCL	2	/* + buffered changes */
+
+struct pohmel_attr {
+	struct pohmel_oid oid;
+	__be64 size;
+	__be64 blocks;		/* 512-byte units */
+	__be64 change;		/* changes whenever data or attrs change */
+	struct pohmel_time atime;
+	struct pohmel_time mtime;
+	struct pohmel_time ctime;
+	__be32 mode;		/* S_IFMT | permission bits */
+	__be32 nlink;
+	__be32 uid;
+	__be32 gid;
+	__be32 rdev;		/* new_encode_dev() format */
+	__be32 blksize;
+	__be32 grant;		/* POHMEL_GRANT_* */
+	__be32 pad;
+};
+#define POHMEL_ATTR_SIZE	120
+
+/*
+ * HELLO request: body, nothing after it.
+ * HELLO reply: struct pohmel_hello, with mac = mac_s (zero without AUTH),
+ * features = the negotiated set, max_msg = min of both.
+ */
+struct pohmel_hello {
+	__be32 magic;
+	__be16 major;
+	__be16 minor;
+	__be64 features;
+	__be32 max_msg;
+	__be32 pad;
+	__u8 uuid[16];		/* client identity (request); zero in reply */
+	__be64 boot_gen;	/* client boot generation; server's in reply */
+	__u8 nonce[POHMEL_NONCE_LEN];
+	__u8 mac[POHMEL_MAC_LEN];
+};
+#define POHMEL_HELLO_SIZE	112
+
+/*
+ * AUTH request: struct pohmel_auth (mac = mac_c).
+ * AUTH reply: status 0 and a struct pohmel_attr of the export root, or
+ * status EACCES and the connection is closed.
+ * The request's hdr.seq carries the highest sequence number the client has
+ * seen answered, so the server can trim its reply cache; a new session
+ * (unknown uuid or changed boot_gen) starts with an empty cache.
+ */
+struct pohmel_auth {
+	__u8 mac[POHMEL_MAC_LEN];
+};
+#define POHMEL_AUTH_SIZE	32
+
+/* GETATTR, READLINK, STATFS, FSYNC: body is a pohmel_oid (+ below). */
+
+/* LOOKUP, UNLINK, RMDIR: struct pohmel_name_req, then namelen bytes. */
+struct pohmel_name_req {
+	struct pohmel_oid dir;
+	__be16 namelen;
+	__be16 pad0;
+	__be32 pad1;
+};
+#define POHMEL_NAME_REQ_SIZE	24
+/*
+ * LOOKUP reply: struct pohmel_attr of the object.
+ * UNLINK/RMDIR reply: struct pohmel_attr of the directory afterwards.
+ */
+
+/* CREATE, MKDIR, MKNOD, SYMLINK: struct pohmel_create, then name, then
+ * (SYMLINK only) the target of tgtlen bytes.
+ * Reply: struct pohmel_entry_reply.
+ */
+#define POHMEL_CREATE_EXCL	0x1	/* fail with EEXIST if it exists */
+#define POHMEL_CREATE_ALL	POHMEL_CREATE_EXCL
+struct pohmel_create {
+	struct pohmel_oid dir;
+	__be32 mode;		/* including S_IFMT for MKNOD */
+	__be32 rdev;		/* MKNOD of chr/blk */
+	__be32 flags;		/* POHMEL_CREATE_* */
+	__be32 uid;		/* caller's fsuid / fsgid: the owner asked for */
+	__be32 gid;
+	__be16 namelen;
+	__be16 tgtlen;		/* SYMLINK */
+};
+#define POHMEL_CREATE_SIZE	40
+
+/* Reply to CREATE/MKDIR/MKNOD/SYMLINK/LINK/RENAME. */
+struct pohmel_entry_reply {
+	struct pohmel_attr obj;		/* the new or moved object */
+	struct pohmel_attr dir;		/* (new) parent directory after */
+};
+#define POHMEL_ENTRY_REPLY_SIZE	240
+
+/* LINK: struct pohmel_link, then name. Reply: pohmel_entry_reply. */
+struct pohmel_link {
+	struct pohmel_oid obj;
+	struct pohmel_oid dir;
+	__be16 namelen;
+	__be16 pad0;
+	__be32 pad1;
+};
+#define POHMEL_LINK_SIZE	40
+
+/*
+ * RENAME: struct pohmel_rename, then oldname, then newname.
+ * flags take RENAME_NOREPLACE (1) and RENAME_EXCHANGE (2) as in Linux.
+ * Reply: pohmel_entry_reply (obj = moved object, dir = new parent).
+ */
+#define POHMEL_RENAME_NOREPLACE	0x1
+#define POHMEL_RENAME_EXCHANGE	0x2
+#define POHMEL_RENAME_ALL	(POHMEL_RENAME_NOREPLACE | POHMEL_RENAME_EXCHANGE)
+struct pohmel_rename {
+	struct pohmel_oid olddir;
+	struct pohmel_oid newdir;
+	__be32 flags;
+	__be16 oldlen;
+	__be16 newlen;
+};
+#define POHMEL_RENAME_SIZE	40
+
+/* SETATTR: struct pohmel_setattr. Reply: struct pohmel_attr. */
+#define POHMEL_SET_MODE		0x01
+#define POHMEL_SET_UID		0x02
+#define POHMEL_SET_GID		0x04
+#define POHMEL_SET_SIZE		0x08
+#define POHMEL_SET_ATIME	0x10	/* to atime */
+#define POHMEL_SET_MTIME	0x20	/* to mtime */
+#define POHMEL_SET_ATIME_NOW	0x40
+#define POHMEL_SET_MTIME_NOW	0x80
+#define POHMEL_SET_ALL		0xff
+struct pohmel_setattr {
+	struct pohmel_oid oid;
+	__be32 valid;		/* POHMEL_SET_* */
+	__be32 mode;
+	__be32 uid;
+	__be32 gid;
+	__be64 size;
+	struct pohmel_time atime;
+	struct pohmel_time mtime;
+};
+#define POHMEL_SETATTR_SIZE	72
+
+/*
+ * READDIR: struct pohmel_readdir. cookie 0 starts at the beginning; each
+ * entry carries the cookie that resumes after it. Cookies stay valid while
+ * the directory changes (an entry added or removed meanwhile may or may not
+ * be returned, but none is returned twice or skipped otherwise).
+ * Reply: struct pohmel_readdir_reply, then count entries, each a struct
+ * pohmel_dirent followed by namelen bytes padded with zeros to 8.
+ * "." and ".." are never sent.
+ */
+struct pohmel_readdir {
+	struct pohmel_oid dir;
+	__be64 cookie;
+	__be32 maxbytes;	/* reply payload limit */
+	__be32 pad;
+};
+#define POHMEL_READDIR_SIZE	32
+
+#define POHMEL_READDIR_EOF	0x1
+struct pohmel_readdir_reply {
+	struct pohmel_attr dir;
+	__be32 count;
+	__be32 flags;		/* POHMEL_READDIR_EOF */
+};
+#define POHMEL_READDIR_REPLY_SIZE 128
+
+struct pohmel_dirent {
+	struct pohmel_attr attr;
+	__be64 cookie;		/* resumes after this entry */
+	__be16 namelen;
+	__be16 pad0;
+	__be32 pad1;
+};
+#define POHMEL_DIRENT_SIZE	136
+
+/*
+ * OPEN: struct pohmel_open; reply struct pohmel_open_reply. The handle
+ * keeps the object alive on the server (an unlinked-but-open file stays
+ * readable and writable through it) until CLOSE or the session ends.
+ * CLOSE: struct pohmel_handle_req; empty reply.
+ */
+#define POHMEL_OPEN_READ	0x1
+#define POHMEL_OPEN_WRITE	0x2
+#define POHMEL_OPEN_ALL		(POHMEL_OPEN_READ | POHMEL_OPEN_WRITE)
+struct pohmel_open {
+	struct pohmel_oid oid;
+	__be32 flags;		/* POHMEL_OPEN_* */
+	__be32 pad;
+};
+#define POHMEL_OPEN_SIZE	24
+
+struct pohmel_open_reply {
+	struct pohmel_attr attr;
+	__be64 handle;
+};
+#define POHMEL_OPEN_REPLY_SIZE	128
+
+struct pohmel_handle_req {
+	struct pohmel_oid oid;
+	__be64 handle;
+};
+#define POHMEL_HANDLE_REQ_SIZE	24
+
+/*
+ * READ: struct pohmel_io (count <= max data); reply struct pohmel_io_reply
+ * then count bytes (fewer at end of file).
+ * WRITE: struct pohmel_io then count bytes; reply struct pohmel_io_reply
+ * (count written) with no data.
+ * handle is 0 or an OPEN handle (required once the file is unlinked).
+ */
+#define POHMEL_IO_STABLE	0x1	/* WRITE: on stable storage before reply */
+#define POHMEL_IO_ALL		POHMEL_IO_STABLE
+struct pohmel_io {
+	struct pohmel_oid oid;
+	__be64 handle;
+	__be64 offset;
+	__be32 count;
+	__be32 flags;		/* POHMEL_IO_* */
+};
+#define POHMEL_IO_SIZE		40
+
+struct pohmel_io_reply {
+	struct pohmel_attr attr;	/* after the operation */
+	__be32 count;
+	__be32 pad;
+};
+#define POHMEL_IO_REPLY_SIZE	128
+
+/* FSYNC: struct pohmel_fsync; reply struct pohmel_attr. */
+#define POHMEL_FSYNC_DATAONLY	0x1
+#define POHMEL_FSYNC_ALL	POHMEL_FSYNC_DATAONLY
+struct pohmel_fsync {
+	struct pohmel_oid oid;
+	__be64 handle;
+	__be32 flags;
+	__be32 pad;
+};
+#define POHMEL_FSYNC_SIZE	32
+
+/* STATFS: body pohmel_oid; reply struct pohmel_statfs. */
+struct pohmel_statfs {
+	__be64 blocks;
+	__be64 bfree;
+	__be64 bavail;
+	__be64 files;
+	__be64 ffree;
+	__be32 bsize;
+	__be32 namelen;
+};
+#define POHMEL_STATFS_SIZE	48
+
+/*
+ * GETXATTR: struct pohmel_xattr (valuelen = caller's buffer size, 0 to ask
+ * the size) then name; reply struct pohmel_xattr_reply then the value
+ * (or nothing when only the size was asked).
+ * LISTXATTR: struct pohmel_xattr with namelen 0; reply as GETXATTR with
+ * the NUL-separated name list as value.
+ * SETXATTR: struct pohmel_xattr then name then valuelen bytes; flags take
+ * XATTR_CREATE (1) / XATTR_REPLACE (2). Empty reply.
+ * REMOVEXATTR: struct pohmel_xattr then name. Empty reply.
+ * Names are full ("user.x", "system.posix_acl_access"); ACL values use the
+ * Linux xattr encoding, which is little-endian by its own definition.
+ */
+#define POHMEL_XATTR_CREATE	0x1
+#define POHMEL_XATTR_REPLACE	0x2
+#define POHMEL_XATTR_ALL	(POHMEL_XATTR_CREATE | POHMEL_XATTR_REPLACE)
+struct pohmel_xattr {
+	struct pohmel_oid oid;
+	__be32 flags;
+	__be32 valuelen;
+	__be16 namelen;
+	__be16 pad0;
+	__be32 pad1;
+};
+#define POHMEL_XATTR_SIZE	32
+
+struct pohmel_xattr_reply {
+	__be32 valuelen;	/* size of the value (sent or not) */
+	__be32 pad;
+};
+#define POHMEL_XATTR_REPLY_SIZE	8
+
+/*
+ * LOCK: struct pohmel_lock. type is POHMEL_LOCK_RD/WR/UN; kind FLOCK
+ * (whole file, owner-based) or POSIX (byte range [start, start+len),
+ * len 0 = to end). With POHMEL_LOCK_WAIT the reply comes when granted
+ * (or EINTR-like cancel on CLOSE/BYE); without it a conflict is EAGAIN.
+ * POHMEL_LOCK_TEST returns the conflicting lock (type UN if none) in a
+ * struct pohmel_lock reply. Owners are opaque client values; the server
+ * scopes them per session.
+ */
+#define POHMEL_LOCK_UN		0
+#define POHMEL_LOCK_RD		1
+#define POHMEL_LOCK_WR		2
+#define POHMEL_LOCK_WAIT	0x1
+#define POHMEL_LOCK_TEST	0x2
+#define POHMEL_LOCK_FLOCK	0x4	/* else POSIX byte range */
+#define POHMEL_LOCK_ALL		(POHMEL_LOCK_WAIT | POHMEL_LOCK_TEST | \
+				 POHMEL_LOCK_FLOCK)
+struct pohmel_lock {
+	struct pohmel_oid oid;
+	__be64 owner;
+	__be64 start;
+	__be64 len;
+	__be32 type;
+	__be32 flags;
+	__be32 pid;		/* reported back by TEST */
+	__be32 pad;
+};
+#define POHMEL_LOCK_SIZE	56
+
+/*
+ * BATCH: payload is a sequence of complete messages (header + body), each
+ * with its own op, tag and seq; no BATCH, HELLO or AUTH inside. The reply
+ * is a BATCH whose payload holds the replies in the same order. Each inner
+ * message is validated as if it arrived alone; a malformed inner message
+ * makes the whole batch a protocol error.
+ */
+
+/*
+ * RECALL (server -> client, tag 0): struct pohmel_recall. The client
+ * flushes dirty state of the object, drops (to NONE) or downgrades (to
+ * SHARED) its cache as asked, then sends RECALL_ACK with the same body.
+ * A client that has not acked within the lease loses the grant anyway.
+ */
+struct pohmel_recall {
+	struct pohmel_oid oid;
+	__be32 to;		/* POHMEL_GRANT_NONE or _SHARED */
+	__be32 pad;
+	__be64 recall_id;
+};
+#define POHMEL_RECALL_SIZE	32
+
+/* STATS: empty request; reply is NUL-free text "name value\n" lines. */
+
+#endif /* POHMEL_PROTO_H */
