@@ -1,0 +1,55 @@
+# POHMELFS top-level build. `make check` is the whole test suite (what CI
+# runs through .ci/run); `make demo` boots a guest and shows it working.
+# Caches (Debian roots, images, built packages) live outside the tree in
+# $(POHMEL_CACHE), default /var/tmp/pohmelfs-cache.
+
+VERSION := $(shell cat VERSION)
+POHMEL_CACHE ?= /var/tmp/pohmelfs-cache
+SUITES ?= bullseye bookworm trixie sid
+DEMO_SUITE ?= bookworm
+export POHMEL_CACHE
+
+.PHONY: all deps server check check-host check-qemu demo shell deb rpm \
+	bench fuzz clean help
+
+all: server
+
+help:
+	@echo "make            build pohmeld and the pohmel tool (host)"
+	@echo "make check      all tests: host tier, then the QEMU kernel matrix"
+	@echo "make check-host host tier only (server, protocol, fuzz smoke)"
+	@echo "make check-qemu QEMU tier only (SUITES=\"$(SUITES)\")"
+	@echo "make demo       boot $(DEMO_SUITE), serve, mount, show a session"
+	@echo "make shell      boot $(DEMO_SUITE) interactively with the export mounted"
+	@echo "make deb rpm    build the packages into $(POHMEL_CACHE)/out"
+	@echo "make bench      benchmarks (never part of check)"
+	@echo "make fuzz       long fuzzing run of the server's message handler"
+
+deps:
+	tests/install-deps
+
+server:
+	$(MAKE) -C pohmeld
+
+check: deps
+	$(MAKE) check-host
+	$(MAKE) check-qemu
+
+check-host:
+	$(MAKE) -C pohmeld check
+
+check-qemu:
+	tests/qemu/matrix $(SUITES)
+
+demo: deps
+	tests/qemu/demo --suite $(DEMO_SUITE)
+
+shell: deps
+	tests/qemu/shell --suite $(DEMO_SUITE)
+
+fuzz:
+	$(MAKE) -C pohmeld fuzz
+
+clean:
+	$(MAKE) -C pohmeld clean
+	$(MAKE) -C src clean || true
