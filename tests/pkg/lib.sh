@@ -1,0 +1,62 @@
+# Shared helpers of tests/pkg/*: private copies of the cached Debian roots
+# and commands run inside them. Source it; needs root.
+# shellcheck shell=bash
+
+POHMEL_CACHE=${POHMEL_CACHE:-/var/tmp/pohmelfs-cache}
+pkg_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+pkg_die() { echo "${0##*/}: $*" >&2; exit 1; }
+pkg_log() { echo "${0##*/}: $*" >&2; }
+
+# pkg_ensure_root SUITE: the cached root, built by tests/qemu/mkroot if
+# missing (mkroot is a no-op when the root is current).
+pkg_ensure_root() {
+	local root=$POHMEL_CACHE/roots/$1
+	if [ ! -f "$root/.pohmel-stamp" ]; then
+		[ -x "$pkg_top/tests/qemu/mkroot" ] || pkg_die "no root $root and no tests/qemu/mkroot"
+		"$pkg_top/tests/qemu/mkroot" "$1" || pkg_die "mkroot $1 failed"
+	fi
+	[ -f "$root/.pohmel-stamp" ] || pkg_die "root $root is not ready"
+}
+
+# pkg_no_mounts DIR: refuse to go on when something is mounted below DIR
+# (never rm -rf a tree with /proc or /dev mounted in it).
+pkg_no_mounts() {
+	local d
+	d=$(readlink -f "$1")
+	if awk -v d="$d" '$5 == d || index($5, d "/") == 1 { found = 1 } END { exit !found }' \
+		/proc/self/mountinfo; then
+		pkg_die "something is mounted below $d; unmount it first"
+	fi
+}
+
+# pkg_copy_root SUITE DEST: DEST becomes a fresh private copy of the root
+# (the cached roots are shared with the QEMU harness and never modified).
+pkg_copy_root() {
+	local root=$POHMEL_CACHE/roots/$1 dest=$2
+	pkg_ensure_root "$1"
+	if [ -e "$dest" ]; then
+		pkg_no_mounts "$dest"
+		rm -rf --one-file-system "$dest"
+	fi
+	mkdir -p "$(dirname "$dest")"
+	cp -a --reflink=auto "$root" "$dest.tmp"
+	mv "$dest.tmp" "$dest"
+}
+
+# pkg_chroot DIR CMD...: run CMD in DIR with /proc mounted (and /sys with
+# the cgroup tree when POHMEL_CHROOT_SYS=1, for systemd-analyze), inside a
+# private mount namespace so that nothing stays mounted whatever happens.
+pkg_chroot() {
+	local dir=$1; shift
+	unshare --mount --propagation private -- /bin/sh -c '
+		dir=$1; shift
+		mount -t proc proc "$dir/proc" || exit 1
+		if [ "${POHMEL_CHROOT_SYS:-0}" = 1 ]; then
+			mount -t sysfs -o ro sysfs "$dir/sys" &&
+			mount --rbind /sys/fs/cgroup "$dir/sys/fs/cgroup" || exit 1
+		fi
+		exec env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+			DEBIAN_FRONTEND=noninteractive TERM=dumb chroot "$dir" "$@"
+	' pkg_chroot "$dir" "$@"
+}
