@@ -1,0 +1,344 @@
+/* coherence: randomized cross-mount visibility. Each trial warms the cache of
+ * one mount (stat + read), changes the object through the other mount, then
+ * checks that the first mount sees the change at once: existence, type, mode,
+ * size, times, content, directory listing.
+ * Usage: coherence [--trials N] [--seed S] DIR1 DIR2
+ */
+#include "tap.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SLOTS 8
+#define MAXSZ 16384
+
+enum kind { NONE, REG, DIR_ };
+struct slot {
+	enum kind k;
+	mode_t mode;
+	size_t size;
+	unsigned char data[MAXSZ];
+};
+static struct slot model[SLOTS];
+static const char *dir[2];
+static unsigned long long seed;
+static int trial;
+
+enum op { OP_WRITE, OP_APPEND, OP_TRUNC, OP_CREATE, OP_UNLINK, OP_RENAME, OP_CHMOD, OP_MKDIR, OP_RMDIR,
+	  OP_UTIME, OP_LINKCYCLE, NOPS };
+static const char *opname[NOPS] = {"write", "append", "truncate", "create", "unlink", "rename", "chmod",
+				   "mkdir", "rmdir", "utimens", "link+unlink"};
+static int done[NOPS], bad[NOPS], ndiag;
+static int scans, scan_bad;
+
+static char *path(int m, int s)
+{
+	static char b[4][4200];
+	static int i;
+	char *p = b[i++ & 3];
+	snprintf(p, sizeof(b[0]), "%s/n%d", dir[m], s);
+	return p;
+}
+
+static void complain(int op, int s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void complain(int op, int s, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (ndiag++ < 20)
+		tap_diag("trial %d op %s slot n%d: %s", trial, op >= 0 ? opname[op] : "scan", s, msg);
+}
+
+/* warm the cache of mount m for slot s */
+static void warm(int m, int s)
+{
+	struct stat st;
+	unsigned char buf[MAXSZ];
+	if (stat(path(m, s), &st) == 0 && S_ISREG(st.st_mode))
+		read_file(path(m, s), buf, sizeof(buf));
+}
+
+/* does mount m agree with the model for slot s, and with stat a from the other mount */
+static int verify(int m, int s, int op, const struct stat *a)
+{
+	struct stat st;
+	struct slot *sl = &model[s];
+	int rc = lstat(path(m, s), &st);
+	if (sl->k == NONE) {
+		if (rc == 0 || errno != ENOENT) {
+			complain(op, s, "should not exist on mount %d", m + 1);
+			return 0;
+		}
+		return 1;
+	}
+	if (rc < 0) {
+		complain(op, s, "missing on mount %d: %s", m + 1, strerror(errno));
+		return 0;
+	}
+	if ((sl->k == REG && !S_ISREG(st.st_mode)) || (sl->k == DIR_ && !S_ISDIR(st.st_mode)) ||
+	    (st.st_mode & 07777) != sl->mode) {
+		complain(op, s, "mount %d mode %o, expected kind %d mode %o", m + 1, st.st_mode, sl->k, sl->mode);
+		return 0;
+	}
+	if (a && (a->st_ino != st.st_ino || a->st_mtim.tv_sec != st.st_mtim.tv_sec ||
+		  a->st_mtim.tv_nsec != st.st_mtim.tv_nsec || a->st_ctim.tv_sec != st.st_ctim.tv_sec ||
+		  a->st_ctim.tv_nsec != st.st_ctim.tv_nsec || a->st_nlink != st.st_nlink)) {
+		complain(op, s, "stat differs between mounts (ino %llu/%llu mtime %lld.%09ld/%lld.%09ld nlink %lu/%lu)",
+			 (unsigned long long)a->st_ino, (unsigned long long)st.st_ino, (long long)a->st_mtim.tv_sec,
+			 a->st_mtim.tv_nsec, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
+			 (unsigned long)a->st_nlink, (unsigned long)st.st_nlink);
+		return 0;
+	}
+	if (sl->k == REG) {
+		if ((size_t)st.st_size != sl->size) {
+			complain(op, s, "mount %d size %lld, expected %zu", m + 1, (long long)st.st_size, sl->size);
+			return 0;
+		}
+		unsigned char buf[MAXSZ + 1];
+		ssize_t n = read_file(path(m, s), buf, sizeof(buf));
+		if (n != (ssize_t)sl->size || memcmp(buf, sl->data, sl->size)) {
+			complain(op, s, "mount %d content differs (read %zd bytes, expected %zu)", m + 1, n, sl->size);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+static int scan(int m)
+{
+	int seen[SLOTS] = {0}, ok = 1;
+	DIR *d = opendir(dir[m]);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		int s;
+		if (de->d_name[0] == 'n' && sscanf(de->d_name + 1, "%d", &s) == 1 && s >= 0 && s < SLOTS)
+			seen[s]++;
+		else if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			complain(-1, -1, "unexpected name '%s' on mount %d", de->d_name, m + 1);
+			ok = 0;
+		}
+	}
+	if (d)
+		closedir(d);
+	for (int s = 0; s < SLOTS; s++) {
+		if (seen[s] != (model[s].k != NONE)) {
+			complain(-1, s, "listed %d times on mount %d", seen[s], m + 1);
+			ok = 0;
+		}
+		if (!verify(m, s, -1, NULL))
+			ok = 0;
+	}
+	return ok;
+}
+
+static int pick(enum kind k)
+{
+	int c[SLOTS], n = 0;
+	for (int s = 0; s < SLOTS; s++)
+		if (model[s].k == k)
+			c[n++] = s;
+	return n ? c[rnd_below(&seed, (unsigned long)n)] : -1;
+}
+
+static void rnd_fill(unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (unsigned char)rnd_next(&seed);
+}
+
+static const mode_t modes[] = {0600, 0644, 0640, 0604, 0755, 0700};
+
+/* perform op through mount a; returns target slot or -1 if not applicable */
+static int do_op(int op, int a, int *s2)
+{
+	int s = -1, fd;
+	*s2 = -1;
+	struct slot *sl;
+	switch (op) {
+	case OP_WRITE:
+	case OP_APPEND:
+		if ((s = pick(REG)) < 0)
+			return -1;
+		sl = &model[s];
+		size_t len = 1 + rnd_below(&seed, 4096);
+		size_t off = op == OP_APPEND ? sl->size : rnd_below(&seed, MAXSZ - len);
+		if (off + len > MAXSZ)
+			return -1;
+		unsigned char buf[4096];
+		rnd_fill(buf, len);
+		fd = open(path(a, s), O_WRONLY | (op == OP_APPEND ? O_APPEND : 0));
+		if (fd < 0 || pwrite(fd, buf, len, (off_t)off) != (ssize_t)len)
+			complain(op, s, "write on mount %d: %s", a + 1, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		if (off > sl->size)
+			memset(sl->data + sl->size, 0, off - sl->size);
+		memcpy(sl->data + off, buf, len);
+		if (off + len > sl->size)
+			sl->size = off + len;
+		return s;
+	case OP_TRUNC:
+		if ((s = pick(REG)) < 0)
+			return -1;
+		sl = &model[s];
+		size_t ns = rnd_below(&seed, MAXSZ);
+		if (truncate(path(a, s), (off_t)ns) < 0)
+			complain(op, s, "truncate: %s", strerror(errno));
+		if (ns > sl->size)
+			memset(sl->data + sl->size, 0, ns - sl->size);
+		sl->size = ns;
+		return s;
+	case OP_CREATE:
+		if ((s = pick(NONE)) < 0)
+			return -1;
+		sl = &model[s];
+		sl->k = REG;
+		sl->mode = modes[rnd_below(&seed, 4)];
+		sl->size = rnd_below(&seed, 8192);
+		rnd_fill(sl->data, sl->size);
+		if (write_file(path(a, s), sl->data, sl->size, O_EXCL, sl->mode) < 0)
+			complain(op, s, "create: %s", strerror(errno));
+		return s;
+	case OP_UNLINK:
+		if ((s = pick(REG)) < 0)
+			return -1;
+		if (unlink(path(a, s)) < 0)
+			complain(op, s, "unlink: %s", strerror(errno));
+		model[s].k = NONE;
+		return s;
+	case OP_RENAME: {
+		s = (int)rnd_below(&seed, SLOTS);
+		int t = (int)rnd_below(&seed, SLOTS);
+		if (s == t || model[s].k == NONE)
+			return -1;
+		if (model[t].k != NONE && model[t].k != model[s].k)
+			return -1;
+		if (rename(path(a, s), path(a, t)) < 0)
+			complain(op, s, "rename to n%d: %s", t, strerror(errno));
+		model[t] = model[s];
+		model[s].k = NONE;
+		*s2 = t;
+		return s;
+	}
+	case OP_CHMOD:
+		s = (int)rnd_below(&seed, SLOTS);
+		if (model[s].k == NONE)
+			return -1;
+		model[s].mode = modes[rnd_below(&seed, 6)];
+		if (model[s].k == DIR_)
+			model[s].mode |= 0700;
+		if (chmod(path(a, s), model[s].mode) < 0)
+			complain(op, s, "chmod: %s", strerror(errno));
+		return s;
+	case OP_MKDIR:
+		if ((s = pick(NONE)) < 0)
+			return -1;
+		model[s].k = DIR_;
+		model[s].mode = 0755;
+		if (mkdir(path(a, s), 0755) < 0)
+			complain(op, s, "mkdir: %s", strerror(errno));
+		return s;
+	case OP_RMDIR:
+		if ((s = pick(DIR_)) < 0)
+			return -1;
+		if (rmdir(path(a, s)) < 0)
+			complain(op, s, "rmdir: %s", strerror(errno));
+		model[s].k = NONE;
+		return s;
+	case OP_UTIME: {
+		s = (int)rnd_below(&seed, SLOTS);
+		if (model[s].k == NONE)
+			return -1;
+		struct timespec t[2] = {{(time_t)rnd_below(&seed, 1UL << 33), (long)rnd_below(&seed, 1000000000)},
+					{(time_t)rnd_below(&seed, 1UL << 33), (long)rnd_below(&seed, 1000000000)}};
+		if (utimensat(AT_FDCWD, path(a, s), t, 0) < 0)
+			complain(op, s, "utimensat: %s", strerror(errno));
+		return s;
+	}
+	case OP_LINKCYCLE: {
+		/* link to a free slot, then unlink the old name: nlink goes 2 then 1 */
+		s = pick(REG);
+		int t = pick(NONE);
+		if (s < 0 || t < 0)
+			return -1;
+		if (link(path(a, s), path(a, t)) < 0 || unlink(path(a, s)) < 0)
+			complain(op, s, "link/unlink: %s", strerror(errno));
+		model[t] = model[s];
+		model[s].k = NONE;
+		*s2 = t;
+		return s;
+	}
+	}
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	int trials = 500, i;
+	seed = (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 20);
+	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "--trials") && i + 1 < argc)
+			trials = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+			seed = strtoull(argv[++i], NULL, 0);
+		else if (strcmp(argv[i], "--local"))
+			break;
+	}
+	if (argc - i != 2) {
+		fprintf(stderr, "usage: coherence [--trials N] [--seed S] DIR1 DIR2\n");
+		return 2;
+	}
+	dir[0] = argv[i];
+	dir[1] = argv[i + 1];
+	if (!seed)
+		seed = 1;
+	tap_init();
+	umask(0);
+	tap_diag("seed %llu, %d trials (rerun: coherence --seed %llu --trials %d)", seed, trials, seed, trials);
+	unsigned long long t0 = now_ns();
+	for (trial = 0; trial < trials; trial++) {
+		int op = (int)rnd_below(&seed, NOPS), a = (int)rnd_below(&seed, 2), b = !a, s2;
+		/* warm the observer's cache of every slot the op may touch */
+		for (int s = 0; s < SLOTS; s++)
+			warm(b, s);
+		int s = do_op(op, a, &s2);
+		if (s < 0) {
+			trial--;
+			continue;
+		}
+		done[op]++;
+		struct stat sa;
+		int ok = 1;
+		int targets[2] = {s, s2};
+		for (int k = 0; k < 2; k++) {
+			if (targets[k] < 0)
+				continue;
+			int have = lstat(path(a, targets[k]), &sa) == 0;
+			if (!verify(a, targets[k], op, NULL) || !verify(b, targets[k], op, have ? &sa : NULL))
+				ok = 0;
+		}
+		if (!ok)
+			bad[op]++;
+		if (trial % 50 == 49) {
+			scans++;
+			if (!scan(b) || !scan(a))
+				scan_bad++;
+		}
+	}
+	for (int op = 0; op < NOPS; op++)
+		tap_check(bad[op] == 0 && done[op] > 0, "coherence: %s: %d trials, %d inconsistent", opname[op],
+			  done[op], bad[op]);
+	tap_check(scan_bad == 0, "coherence: full listing+content scans on both mounts: %d, %d inconsistent", scans,
+		  scan_bad);
+	tap_diag("%d trials in %.1f s", trials, (now_ns() - t0) / 1e9);
+	return tap_done();
+}
