@@ -42,7 +42,7 @@ check-qemu:
 	tests/qemu/matrix $(SUITES)
 
 demo: deps
-	tests/qemu/demo --suite $(DEMO_SUITE)
+	tests/demo/run --suite $(DEMO_SUITE)
 
 shell: deps
 	tests/qemu/shell --suite $(DEMO_SUITE)
