@@ -249,6 +249,11 @@ struct pohmel_auth {
 #define POHMEL_AUTH_SIZE	32
 
 /* GETATTR, READLINK, STATFS, FSYNC: body is a pohmel_oid (+ below). */
+/*
+ * READLINK reply (was unspecified; clarified by the kernel client): the
+ * payload is the target itself, 1..POHMEL_PATH_MAX bytes, no NUL, no
+ * body struct (hdr.len is its length).
+ */
 
 /* LOOKUP, UNLINK, RMDIR: struct pohmel_name_req, then namelen bytes. */
 struct pohmel_name_req {

@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * addr.c - the page cache: read_folio and readahead (one READ of up to
+ * rsize per batch), writepages for pages dirtied through shared writable
+ * mmap (contiguous dirty folios batched into WRITEs of up to wsize), and
+ * page_mkwrite.
+ */
+#include <linux/bvec.h>
+#include <linux/cred.h>
+#include <linux/mm.h>
+#include <linux/pagemap.h>
+#include <linux/slab.h>
+#include <linux/uio.h>
+#include <linux/writeback.h>
+
+#include "pohmel.h"
+
+static struct pohmel_handle *file_handle(struct file *file,
+					 struct inode *inode, u32 want)
+{
+	struct pohmel_handle *h = file ? file->private_data : NULL;
+
+	if (h) {
+		kref_get(&h->ref);
+		return h;
+	}
+	return pohmel_get_handle(inode, want);
+}
+
+/*
+ * Fill @nr locked, contiguous folios starting at file offset @pos with one
+ * READ; zero what lies beyond the end of file; unlock them all.
+ */
+static int read_folios(struct file *file, struct inode *inode,
+		       struct folio **folios, unsigned int nr)
+{
+	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
+	struct pohmel_inode *pi = POHMEL_I(inode);
+	struct pohmel_handle *h = file_handle(file, inode, POHMEL_OPEN_READ);
+	loff_t pos = folio_pos(folios[0]);
+	struct pohmel_fattr fa;
+	struct bio_vec *bv;
+	struct iov_iter it;
+	unsigned int i;
+	ssize_t n;
+
+	bv = kmalloc_array(nr, sizeof(*bv), GFP_NOFS);
+	if (!bv) {
+		n = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < nr; i++) {
+		bv[i].bv_page = folio_page(folios[i], 0);
+		bv[i].bv_offset = 0;
+		bv[i].bv_len = PAGE_SIZE;
+	}
+	iov_iter_bvec(&it, ITER_DEST, bv, nr, nr * PAGE_SIZE);
+	n = pohmel_rpc_read(&sbi->conn, &pi->oid, h ? h->handle : 0, pos,
+			    nr * PAGE_SIZE, &it, &fa);
+	kfree(bv);
+	if (n >= 0) {
+		pohmel_refresh_inode(inode, &fa, 0);
+		atomic64_add(n, &sbi->stats.bytes_read);
+	}
+out:
+	for (i = 0; i < nr; i++) {
+		struct folio *folio = folios[i];
+		loff_t fpos = (loff_t)i * PAGE_SIZE;
+
+		if (n >= 0) {
+			if (fpos + PAGE_SIZE > n)
+				folio_zero_segment(folio,
+						   n > fpos ? n - fpos : 0,
+						   PAGE_SIZE);
+			folio_mark_uptodate(folio);
+		}
+		folio_unlock(folio);
+	}
+	pohmel_put_handle(h);
+	return n < 0 ? n : 0;
+}
+
+static int pohmel_read_folio(struct file *file, struct folio *folio)
+{
+	return read_folios(file, folio->mapping->host, &folio, 1);
+}
+
+static void pohmel_readahead(struct readahead_control *ractl)
+{
+	struct inode *inode = ractl->mapping->host;
+	unsigned int max = POHMEL_SB(inode->i_sb)->rsize / PAGE_SIZE;
+	struct folio **batch, *folio;
+	unsigned int nr = 0;
+
+	batch = kmalloc_array(max, sizeof(*batch), GFP_NOFS);
+	if (!batch)
+		return;		/* the VFS falls back to read_folio */
+	while ((folio = pohmel_readahead_next(ractl))) {
+		if (nr && (nr == max || folio_pos(folio) !=
+			   folio_pos(batch[0]) + (loff_t)nr * PAGE_SIZE)) {
+			read_folios(ractl->file, inode, batch, nr);
+			nr = 0;
+		}
+		batch[nr++] = folio;
+	}
+	if (nr)
+		read_folios(ractl->file, inode, batch, nr);
+	kfree(batch);
+}
+
+/* Contiguous folios under writeback, waiting to go out in one WRITE. */
+struct wb_batch {
+	struct inode *inode;
+	struct folio **folios;
+	unsigned int nr;
+	unsigned int max;
+	int err;
+};
+
+static void wb_flush(struct wb_batch *b)
+{
+	struct inode *inode = b->inode;
+	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
+	struct pohmel_handle *h;
+	loff_t pos, isize = i_size_read(inode);
+	const struct cred *old = NULL;
+	struct pohmel_fattr fa;
+	struct bio_vec *bv;
+	struct iov_iter it;
+	unsigned int i;
+	size_t len;
+	ssize_t n = -ENOMEM;
+
+	if (!b->nr)
+		return;
+	pos = folio_pos(b->folios[0]);
+	len = min_t(loff_t, (loff_t)b->nr * PAGE_SIZE, isize - pos);
+	h = pohmel_get_handle(inode, POHMEL_OPEN_WRITE);
+	bv = kmalloc_array(b->nr, sizeof(*bv), GFP_NOFS);
+	if (bv && len > 0) {
+		for (i = 0; i < b->nr; i++) {
+			bv[i].bv_page = folio_page(b->folios[i], 0);
+			bv[i].bv_offset = 0;
+			bv[i].bv_len = PAGE_SIZE;
+		}
+		iov_iter_bvec(&it, ITER_SOURCE, bv, b->nr, len);
+		/* write as the opener, not as the flusher thread */
+		if (h)
+			old = override_creds(h->cred);
+		n = pohmel_rpc_write(&sbi->conn, &POHMEL_I(inode)->oid,
+				     h ? h->handle : 0, pos, len, 0, &it, &fa);
+		if (h)
+			revert_creds(old);
+		if (n >= 0) {
+			pohmel_refresh_inode(inode, &fa, POHMEL_REFRESH_OWN);
+			atomic64_add(n, &sbi->stats.bytes_written);
+			if (n < len)
+				n = -EIO;
+		}
+	} else if (len <= 0) {
+		n = 0;		/* truncated meanwhile */
+	}
+	kfree(bv);
+	pohmel_put_handle(h);
+	if (n < 0) {
+		mapping_set_error(inode->i_mapping, n);
+		b->err = n;
+	}
+	for (i = 0; i < b->nr; i++) {
+		folio_end_writeback(b->folios[i]);
+		folio_put(b->folios[i]);
+	}
+	b->nr = 0;
+}
+
+static int wb_folio(struct folio *folio, struct writeback_control *wbc,
+		    void *data)
+{
+	struct wb_batch *b = data;
+	loff_t pos = folio_pos(folio);
+
+	if (pos >= i_size_read(b->inode)) {
+		folio_unlock(folio);
+		return 0;
+	}
+	if (b->nr && (b->nr == b->max || pos != folio_pos(b->folios[0]) +
+		      (loff_t)b->nr * PAGE_SIZE))
+		wb_flush(b);
+	folio_get(folio);
+	folio_start_writeback(folio);
+	folio_unlock(folio);
+	b->folios[b->nr++] = folio;
+	return 0;
+}
+
+static int pohmel_writepages(struct address_space *mapping,
+			     struct writeback_control *wbc)
+{
+	struct inode *inode = mapping->host;
+	struct wb_batch b = {
+		.inode = inode,
+		.max = POHMEL_SB(inode->i_sb)->wsize / PAGE_SIZE,
+	};
+	int err;
+
+	b.folios = kmalloc_array(b.max, sizeof(*b.folios), GFP_NOFS);
+	if (!b.folios)
+		return -ENOMEM;
+	err = pohmel_write_cache_folios(mapping, wbc, wb_folio, &b);
+	wb_flush(&b);
+	kfree(b.folios);
+	return err ?: b.err;
+}
+
+static vm_fault_t pohmel_page_mkwrite(struct vm_fault *vmf)
+{
+	struct folio *folio = page_folio(vmf->page);
+	struct inode *inode = file_inode(vmf->vma->vm_file);
+
+	sb_start_pagefault(inode->i_sb);
+	folio_lock(folio);
+	if (folio->mapping != inode->i_mapping) {
+		folio_unlock(folio);
+		sb_end_pagefault(inode->i_sb);
+		return VM_FAULT_NOPAGE;
+	}
+	folio_wait_stable(folio);
+	sb_end_pagefault(inode->i_sb);
+	return VM_FAULT_LOCKED;
+}
+
+const struct vm_operations_struct pohmel_vm_ops = {
+	.fault		= filemap_fault,
+	.map_pages	= filemap_map_pages,
+	.page_mkwrite	= pohmel_page_mkwrite,
+};
+
+const struct address_space_operations pohmel_aops = {
+	POHMEL_AOPS_READ(pohmel_read_folio),
+	.readahead	= pohmel_readahead,
+	.writepages	= pohmel_writepages,
+	POHMEL_AOPS_DIRTY,
+	.direct_IO	= noop_direct_IO,
+};

@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * compat.h - every shim for kernels older than the newest API we write
+ * against (7.x). The choices come from compile probes (compat/probes/,
+ * run by Kbuild into compat/generated.h), never from version numbers.
+ * Source files use the newest API and include this header; nothing else
+ * tests the kernel version.
+ */
+#ifndef POHMEL_COMPAT_H
+#define POHMEL_COMPAT_H
+
+#include "compat/generated.h"
+
+#include <linux/fs.h>
+#include <linux/dcache.h>
+#include <linux/highmem.h>
+#include <linux/pagemap.h>
+#include <linux/writeback.h>
+#include <linux/uio.h>
+
+/* --- idmapped mounts: 5.12 user_namespace, 6.3 mnt_idmap ------------- */
+#if defined(HAVE_MNT_IDMAP)
+#include <linux/mnt_idmapping.h>
+#define POHMEL_IDMAP_PARAM	struct mnt_idmap *idmap,
+#define POHMEL_IDMAP_ARG	idmap,
+#elif defined(HAVE_USERNS_IOPS)
+#define POHMEL_IDMAP_PARAM	struct user_namespace *idmap,
+#define POHMEL_IDMAP_ARG	idmap,
+#else
+#define POHMEL_IDMAP_PARAM
+#define POHMEL_IDMAP_ARG
+#endif
+
+/* Callers have POHMEL_IDMAP_PARAM in scope. 6.6 added request_mask. */
+#ifdef HAVE_FILLATTR_REQUEST_MASK
+#define pohmel_generic_fillattr(mask, inode, stat) \
+	generic_fillattr(POHMEL_IDMAP_ARG (mask), (inode), (stat))
+#else
+#define pohmel_generic_fillattr(mask, inode, stat) \
+	generic_fillattr(POHMEL_IDMAP_ARG (inode), (stat))
+#endif
+#define pohmel_setattr_prepare(dentry, attr) \
+	setattr_prepare(POHMEL_IDMAP_ARG (dentry), (attr))
+#define pohmel_setattr_copy(inode, attr) \
+	setattr_copy(POHMEL_IDMAP_ARG (inode), (attr))
+#define pohmel_generic_permission(inode, mask) \
+	generic_permission(POHMEL_IDMAP_ARG (inode), (mask))
+
+/* --- 6.15: ->mkdir returns a dentry (ERR_PTR(0) == NULL: "use mine") -- */
+#ifdef HAVE_MKDIR_RETURNS_DENTRY
+#define POHMEL_MKDIR_RET	struct dentry *
+#define pohmel_mkdir_return(err)	ERR_PTR(err)
+#else
+#define POHMEL_MKDIR_RET	int
+#define pohmel_mkdir_return(err)	(err)
+#endif
+
+/* --- 6.14: ->d_revalidate(dir, name, dentry, flags) ------------------ */
+#ifdef HAVE_D_REVALIDATE_DIR
+#define POHMEL_D_REVALIDATE_PARAMS \
+	struct inode *dir, const struct qstr *name, struct dentry *dentry, \
+	unsigned int flags
+#else
+#define POHMEL_D_REVALIDATE_PARAMS struct dentry *dentry, unsigned int flags
+#endif
+
+/* --- 6.17: set_default_d_op() --------------------------------------- */
+#ifndef HAVE_SET_DEFAULT_D_OP
+static inline void set_default_d_op(struct super_block *sb,
+				    const struct dentry_operations *ops)
+{
+	sb->s_d_op = ops;
+}
+#endif
+
+/* --- 6.7: inode time accessors -------------------------------------- */
+#ifndef HAVE_INODE_TIME_ACCESSORS
+static inline struct timespec64 inode_get_mtime(const struct inode *inode)
+{
+	return inode->i_mtime;
+}
+
+static inline struct timespec64 inode_get_atime(const struct inode *inode)
+{
+	return inode->i_atime;
+}
+
+static inline struct timespec64 inode_set_mtime_to_ts(struct inode *inode,
+						      struct timespec64 ts)
+{
+	inode->i_mtime = ts;
+	return ts;
+}
+
+static inline struct timespec64 inode_set_atime_to_ts(struct inode *inode,
+						      struct timespec64 ts)
+{
+	inode->i_atime = ts;
+	return ts;
+}
+#endif
+
+/* --- 5.16: folios. 5.10 gets struct page under the folio names. ------ */
+#ifndef HAVE_FOLIO
+#define folio				page
+#define page_folio(p)			(p)
+#define folio_page(f, n)		(f)
+#define folio_lock			lock_page
+#define folio_unlock			unlock_page
+#define folio_get			get_page
+#define folio_put			put_page
+#define folio_mark_uptodate		SetPageUptodate
+#define folio_test_uptodate		PageUptodate
+#define folio_test_dirty		PageDirty
+#define folio_pos			page_offset
+#define folio_size(f)			PAGE_SIZE
+#define folio_start_writeback		set_page_writeback
+#define folio_end_writeback		end_page_writeback
+#define folio_wait_stable		wait_for_stable_page
+#define folio_mark_dirty		set_page_dirty
+#define folio_zero_segment		zero_user_segment
+#endif
+
+#ifndef HAVE_KMAP_LOCAL_PAGE
+#define kmap_local_page(p)		kmap_atomic(p)
+#define kunmap_local(a)			kunmap_atomic(a)
+#endif
+
+/* 5.19: ->read_folio; 5.18: ->dirty_folio. */
+#ifdef HAVE_AOPS_READ_FOLIO
+#define POHMEL_AOPS_READ(fn)	.read_folio = (fn)
+#else
+#define POHMEL_AOPS_READ(fn)	.readpage = (fn)
+#endif
+#ifdef HAVE_AOPS_DIRTY_FOLIO
+#define POHMEL_AOPS_DIRTY	.dirty_folio = filemap_dirty_folio
+#else
+#define POHMEL_AOPS_DIRTY	.set_page_dirty = __set_page_dirty_nobuffers
+#endif
+
+/* Next folio of a readahead batch, locked, no extra reference. */
+static inline struct folio *pohmel_readahead_next(struct readahead_control *r)
+{
+#ifdef HAVE_READAHEAD_FOLIO
+	return readahead_folio(r);
+#else
+	struct page *page = readahead_page(r);
+
+	if (page)
+		put_page(page);
+	return page;
+#endif
+}
+
+/*
+ * Write back the dirty folios of a mapping: fn gets each folio locked and
+ * cleared for I/O, and must start writeback and unlock it (the ->writepage
+ * contract). 6.10 writeback_iter(); before, write_cache_pages() whose
+ * callback took a page until 6.3.
+ */
+typedef int (*pohmel_wb_fn)(struct folio *folio, struct writeback_control *wbc,
+			    void *data);
+#ifdef HAVE_WRITEBACK_ITER
+static inline int pohmel_write_cache_folios(struct address_space *mapping,
+					    struct writeback_control *wbc,
+					    pohmel_wb_fn fn, void *data)
+{
+	struct folio *folio = NULL;
+	int err = 0;
+
+	while ((folio = writeback_iter(mapping, wbc, folio, &err)))
+		err = fn(folio, wbc, data);
+	return err;
+}
+#else
+struct pohmel_wcp {
+	pohmel_wb_fn fn;
+	void *data;
+};
+
+#ifdef HAVE_WRITEPAGE_T_FOLIO
+static inline int pohmel_wcp_cb(struct folio *folio,
+				struct writeback_control *wbc, void *d)
+{
+	struct pohmel_wcp *w = d;
+
+	return w->fn(folio, wbc, w->data);
+}
+#else
+static inline int pohmel_wcp_cb(struct page *page,
+				struct writeback_control *wbc, void *d)
+{
+	struct pohmel_wcp *w = d;
+
+	return w->fn(page_folio(page), wbc, w->data);
+}
+#endif
+
+static inline int pohmel_write_cache_folios(struct address_space *mapping,
+					    struct writeback_control *wbc,
+					    pohmel_wb_fn fn, void *data)
+{
+	struct pohmel_wcp w = { .fn = fn, .data = data };
+
+	return write_cache_pages(mapping, wbc, pohmel_wcp_cb, &w);
+}
+#endif
+
+/* --- 6.0: FMODE_CAN_ODIRECT ----------------------------------------- */
+static inline void pohmel_allow_odirect(struct file *file)
+{
+#ifdef HAVE_FMODE_CAN_ODIRECT
+	file->f_mode |= FMODE_CAN_ODIRECT;
+#endif
+}
+
+/* --- 6.5: filemap_splice_read --------------------------------------- */
+#ifndef HAVE_FILEMAP_SPLICE_READ
+#define filemap_splice_read	generic_file_splice_read
+#endif
+
+/* --- 6.2: ITER_SOURCE / ITER_DEST ----------------------------------- */
+#ifndef ITER_DEST
+#define ITER_DEST	READ
+#define ITER_SOURCE	WRITE
+#endif
+
+/* --- 6.19: kernel_connect() takes struct sockaddr_unsized ----------- */
+#ifdef HAVE_SOCKADDR_UNSIZED
+#define pohmel_connect_addr(a)	((struct sockaddr_unsized *)(a))
+#else
+#define pohmel_connect_addr(a)	((struct sockaddr *)(a))
+#endif
+
+/* --- 6.2: sk_use_task_frag ------------------------------------------ */
+#ifdef HAVE_SK_USE_TASK_FRAG
+#define pohmel_sk_no_task_frag(sk)	((sk)->sk_use_task_frag = false)
+#else
+#define pohmel_sk_no_task_frag(sk)	do { } while (0)
+#endif
+
+/* --- <linux/hex.h> split out of kernel.h --------------------------- */
+#ifdef HAVE_LINUX_HEX_H
+#include <linux/hex.h>
+#endif
+
+/* --- 5.18: alloc_inode_sb ------------------------------------------ */
+#ifndef HAVE_ALLOC_INODE_SB
+#define alloc_inode_sb(sb, cache, gfp)	kmem_cache_alloc(cache, gfp)
+#endif
+
+/* --- 6.3: <linux/filelock.h>; 6.9: struct file_lock_core ---------- */
+#ifdef HAVE_LOCKS_IN_FILELOCK
+#include <linux/filelock.h>
+#endif
+#ifdef HAVE_FILE_LOCK_CORE
+#define pohmel_fl_type(fl)	((fl)->c.flc_type)
+#define pohmel_fl_flags(fl)	((fl)->c.flc_flags)
+#define pohmel_fl_owner(fl)	((fl)->c.flc_owner)
+#define pohmel_fl_pid(fl)	((fl)->c.flc_pid)
+#else
+#define pohmel_fl_type(fl)	((fl)->fl_type)
+#define pohmel_fl_flags(fl)	((fl)->fl_flags)
+#define pohmel_fl_owner(fl)	((fl)->fl_owner)
+#define pohmel_fl_pid(fl)	((fl)->fl_pid)
+#endif
+
+#endif /* POHMEL_COMPAT_H */

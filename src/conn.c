@@ -1,0 +1,531 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * conn.c - the TCP connection of one mount: submit requests, match replies
+ * by tag, and one kernel thread that receives, and when the connection
+ * breaks, reconnects with backoff, re-authenticates the session and
+ * replays every unanswered request (non-idempotent ones with their
+ * original sequence numbers, so the server's reply cache applies them
+ * exactly once).
+ */
+#include <linux/kthread.h>
+#include <linux/net.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/tcp.h>
+#include <linux/uio.h>
+#include <net/sock.h>
+#include <net/tcp.h>
+
+#include "compat.h"
+#include "conn.h"
+
+#define POHMEL_CONNECT_TIMEO	(10 * HZ)
+#define POHMEL_BACKOFF_MIN	(HZ / 10)
+#define POHMEL_BACKOFF_MAX	(5 * HZ)
+
+int pohmel_conn_send_all(struct socket *sock, const void *buf, size_t len)
+{
+	struct kvec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr msg = { .msg_flags = MSG_NOSIGNAL };
+	int ret;
+
+	while (iov.iov_len) {
+		ret = kernel_sendmsg(sock, &msg, &iov, 1, iov.iov_len);
+		if (ret <= 0)
+			return ret ? ret : -EPIPE;
+		iov.iov_base += ret;
+		iov.iov_len -= ret;
+	}
+	return 0;
+}
+
+int pohmel_conn_recv_all(struct socket *sock, void *buf, size_t len)
+{
+	struct kvec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr msg = { .msg_flags = 0 };
+	int ret;
+
+	while (iov.iov_len) {
+		ret = kernel_recvmsg(sock, &msg, &iov, 1, iov.iov_len,
+				     MSG_WAITALL);
+		if (ret <= 0)
+			return ret ? ret : -ECONNRESET;
+		iov.iov_base += ret;
+		iov.iov_len -= ret;
+	}
+	return 0;
+}
+
+/* Take @req off the queue and finish it with @err. Must hold c->lock. */
+static void finish_req_locked(struct pohmel_conn *c, struct pohmel_req *req,
+			      int err)
+{
+	lockdep_assert_held(&c->lock);
+	list_del_init(&req->list);
+	xa_erase(&c->tags, req->tag);
+	req->err = err;
+	req->state = POHMEL_RS_DONE;
+	complete_all(&req->done);
+}
+
+/* Write @req to the socket. Must hold c->send_mutex. */
+static int send_req(struct pohmel_conn *c, struct pohmel_req *req)
+{
+	struct pohmel_hdr *h = (struct pohmel_hdr *)req->sbuf;
+	int err;
+
+	lockdep_assert_held(&c->send_mutex);
+	if (req->needs_seq && !req->seq)
+		req->seq = atomic64_inc_return(&c->sess.next_seq);
+	h->tag = cpu_to_be32(req->tag);
+	h->seq = cpu_to_be64(req->seq);
+	err = pohmel_conn_send_all(c->sock, req->sbuf, req->slen);
+	if (err) {
+		/* the stream is now unframed: let the thread start over */
+		kernel_sock_shutdown(c->sock, SHUT_RDWR);
+		return err;
+	}
+	atomic64_add(req->slen, &c->stats.bytes_sent);
+	return 0;
+}
+
+/* Send @req now if the connection is up; else the thread replays it. */
+static void try_send(struct pohmel_conn *c, struct pohmel_req *req)
+{
+	bool go;
+
+	mutex_lock(&c->send_mutex);
+	spin_lock(&c->lock);
+	go = c->up && c->sock && req->state == POHMEL_RS_QUEUED;
+	if (go)
+		req->state = POHMEL_RS_SENT;
+	spin_unlock(&c->lock);
+	if (go && send_req(c, req)) {
+		spin_lock(&c->lock);
+		if (req->state == POHMEL_RS_SENT)
+			req->state = POHMEL_RS_QUEUED;
+		spin_unlock(&c->lock);
+	}
+	mutex_unlock(&c->send_mutex);
+}
+
+static int submit(struct pohmel_conn *c, struct pohmel_req *req)
+{
+	u32 tag;
+	int err;
+
+	if (req->overflow)
+		return -EOVERFLOW;
+	pohmel_req_set_hdr(req);
+	err = xa_alloc_cyclic(&c->tags, &tag, req, xa_limit_32b,
+			      &c->next_tag, GFP_NOFS);
+	if (err < 0)
+		return err;
+	req->tag = tag;
+	kref_get(&req->ref);		/* the queue's reference */
+	spin_lock(&c->lock);
+	if (c->dying) {
+		spin_unlock(&c->lock);
+		xa_erase(&c->tags, tag);
+		pohmel_req_put(req);
+		return -EIO;
+	}
+	req->state = POHMEL_RS_QUEUED;
+	list_add_tail(&req->list, &c->queue);
+	spin_unlock(&c->lock);
+	atomic64_inc(&c->stats.ops[req->op]);
+	try_send(c, req);
+	return 0;
+}
+
+/* The waiter gives up: take the request back unless it was answered. */
+static int cancel(struct pohmel_conn *c, struct pohmel_req *req, int err)
+{
+	bool owned = false;
+
+	spin_lock(&c->lock);
+	if (req->state == POHMEL_RS_DONE) {
+		err = req->err;
+	} else {
+		list_del_init(&req->list);
+		xa_erase(&c->tags, req->tag);
+		req->state = POHMEL_RS_CANCELLED;
+		owned = true;
+	}
+	spin_unlock(&c->lock);
+	if (owned)
+		pohmel_req_put(req);	/* the queue's reference */
+	return err;
+}
+
+/*
+ * Send @req and wait for its reply. Returns 0 with req->rbuf/rlen holding
+ * the reply payload, or -errno (the server's status, -ETIMEDOUT on a soft
+ * mount, -EINTR-like when killed, -EIO when unmounting). Hard mounts wait
+ * for as long as it takes, but a fatal signal always ends the wait.
+ */
+int pohmel_conn_call(struct pohmel_conn *c, struct pohmel_req *req)
+{
+	long t;
+	int err;
+
+	err = submit(c, req);
+	if (err)
+		return err;
+	if (c->soft) {
+		t = wait_for_completion_killable_timeout(&req->done, c->timeo);
+		if (t == 0) {
+			atomic64_inc(&c->stats.timeouts);
+			return cancel(c, req, -ETIMEDOUT);
+		}
+		if (t < 0)
+			return cancel(c, req, (int)t);
+	} else {
+		err = wait_for_completion_killable(&req->done);
+		if (err)
+			return cancel(c, req, err);
+	}
+	atomic64_inc(&c->stats.round_trips);
+	return req->err;
+}
+
+/*
+ * Send @req without waiting (CLOSE): the queue keeps it, replays it after
+ * a reconnect, and drops it when answered or at unmount.
+ */
+int pohmel_conn_call_async(struct pohmel_conn *c, struct pohmel_req *req)
+{
+	int err = submit(c, req);
+
+	pohmel_req_put(req);
+	return err;
+}
+
+/* ---- the receive thread ---------------------------------------------- */
+
+static int conn_connect(struct pohmel_conn *c, struct socket **sockp)
+{
+	struct socket *sock;
+	int err;
+
+	err = sock_create_kern(&init_net, c->addr.ss_family, SOCK_STREAM,
+			       IPPROTO_TCP, &sock);
+	if (err)
+		return err;
+	sock->sk->sk_allocation = GFP_NOFS;
+	pohmel_sk_no_task_frag(sock->sk);
+	sock->sk->sk_sndtimeo = POHMEL_CONNECT_TIMEO;
+	sock->sk->sk_rcvtimeo = POHMEL_CONNECT_TIMEO;
+	tcp_sock_set_nodelay(sock->sk);
+	sock_set_keepalive(sock->sk);
+	tcp_sock_set_keepidle(sock->sk, 30);
+	tcp_sock_set_keepintvl(sock->sk, 10);
+	tcp_sock_set_keepcnt(sock->sk, 3);
+	err = kernel_connect(sock, pohmel_connect_addr(&c->addr), c->addrlen,
+			     0);
+	if (err == -EINPROGRESS || err == -EAGAIN)
+		err = -ETIMEDOUT;
+	if (err)
+		goto err_sock;
+	err = pohmel_session_handshake(c, sock);
+	if (err)
+		goto err_sock;
+	sock->sk->sk_rcvtimeo = MAX_SCHEDULE_TIMEOUT;
+	sock->sk->sk_sndtimeo = MAX_SCHEDULE_TIMEOUT;
+	*sockp = sock;
+	return 0;
+
+err_sock:
+	kernel_sock_shutdown(sock, SHUT_RDWR);
+	sock_release(sock);
+	return err;
+}
+
+/*
+ * Install a fresh socket and replay everything unanswered, in order,
+ * before anyone else may send.
+ */
+static void conn_up(struct pohmel_conn *c, struct socket *sock)
+{
+	struct pohmel_req *req;
+
+	mutex_lock(&c->send_mutex);
+	spin_lock(&c->lock);
+	c->sock = sock;
+	spin_unlock(&c->lock);
+	for (;;) {
+		bool found = false;
+
+		spin_lock(&c->lock);
+		list_for_each_entry(req, &c->queue, list) {
+			if (req->state == POHMEL_RS_QUEUED) {
+				req->state = POHMEL_RS_SENT;
+				kref_get(&req->ref);
+				found = true;
+				break;
+			}
+		}
+		spin_unlock(&c->lock);
+		if (!found)
+			break;
+		if (req->resent)
+			atomic64_inc(&c->stats.replays);
+		req->resent = true;
+		if (send_req(c, req)) {
+			pohmel_req_put(req);
+			break;
+		}
+		pohmel_req_put(req);
+	}
+	spin_lock(&c->lock);
+	c->up = true;
+	spin_unlock(&c->lock);
+	mutex_unlock(&c->send_mutex);
+}
+
+/* The socket broke: everything sent on it goes back to QUEUED. */
+static void conn_down(struct pohmel_conn *c)
+{
+	struct pohmel_req *req;
+	struct socket *sock;
+
+	mutex_lock(&c->send_mutex);
+	spin_lock(&c->lock);
+	c->up = false;
+	sock = c->sock;
+	c->sock = NULL;
+	list_for_each_entry(req, &c->queue, list)
+		if (req->state == POHMEL_RS_SENT)
+			req->state = POHMEL_RS_QUEUED;
+	spin_unlock(&c->lock);
+	mutex_unlock(&c->send_mutex);
+	if (sock) {
+		kernel_sock_shutdown(sock, SHUT_RDWR);
+		sock_release(sock);
+	}
+}
+
+static void queue_recall(struct pohmel_conn *c, const void *body)
+{
+	struct pohmel_req *ack;
+
+	atomic64_inc(&c->stats.recalls);
+	/* RECALL_ACK carries the same body; it is sent by the work item */
+	ack = pohmel_req_alloc(c, POHMEL_OP_RECALL_ACK, POHMEL_RECALL_SIZE,
+			       false);
+	if (!ack)
+		return;
+	memcpy(pohmel_req_append(ack, POHMEL_RECALL_SIZE), body,
+	       POHMEL_RECALL_SIZE);
+	spin_lock(&c->lock);
+	list_add_tail(&ack->list, &c->recalls);
+	spin_unlock(&c->lock);
+	schedule_work(&c->recall_work);
+}
+
+static void recall_work(struct work_struct *work)
+{
+	struct pohmel_conn *c = container_of(work, struct pohmel_conn,
+					     recall_work);
+	struct pohmel_req *ack;
+
+	for (;;) {
+		spin_lock(&c->lock);
+		ack = list_first_entry_or_null(&c->recalls, struct pohmel_req,
+					       list);
+		if (ack)
+			list_del_init(&ack->list);
+		spin_unlock(&c->lock);
+		if (!ack)
+			break;
+		if (c->ops && c->ops->recall)
+			c->ops->recall(c->priv, (const void *)(ack->sbuf +
+							    POHMEL_HDR_SIZE));
+		/* fire and forget: a reply, if any, finds no tag and is dropped */
+		pohmel_req_set_hdr(ack);
+		ack->tag = 0xffffffff;
+		mutex_lock(&c->send_mutex);
+		if (c->sock && !send_req(c, ack))
+			atomic64_inc(&c->stats.ops[POHMEL_OP_RECALL_ACK]);
+		mutex_unlock(&c->send_mutex);
+		pohmel_req_put(ack);
+	}
+}
+
+/* Receive one message. Returns 0, or -errno to drop the connection. */
+static int recv_one(struct pohmel_conn *c, struct socket *sock)
+{
+	struct pohmel_hdr h;
+	struct pohmel_req *req;
+	u8 *buf = NULL;
+	u32 len, status;
+	int err;
+
+	err = pohmel_conn_recv_all(sock, &h, sizeof(h));
+	if (err)
+		return err;
+	err = pohmel_check_hdr(&h, c->sess.max_msg);
+	if (err)
+		goto proto;
+	len = be32_to_cpu(h.len);
+	if (len) {
+		buf = kvmalloc(len, GFP_NOFS);
+		if (!buf)
+			return -ENOMEM;
+		err = pohmel_conn_recv_all(sock, buf, len);
+		if (err)
+			goto out_free;
+	}
+	atomic64_add(POHMEL_HDR_SIZE + len, &c->stats.bytes_recv);
+	if (be16_to_cpu(h.flags) & POHMEL_HF_SERVER) {
+		queue_recall(c, buf);
+		goto out_free;
+	}
+
+	spin_lock(&c->lock);
+	req = xa_load(&c->tags, be32_to_cpu(h.tag));
+	if (!req || req->state != POHMEL_RS_SENT) {
+		/* a reply for a request whose waiter gave up */
+		spin_unlock(&c->lock);
+		goto out_free;
+	}
+	status = be32_to_cpu(h.status);
+	if (be16_to_cpu(h.op) != req->op) {
+		finish_req_locked(c, req, -EIO);
+		err = -EPROTO;
+	} else if (status) {
+		finish_req_locked(c, req, pohmel_status_to_errno(status));
+	} else if (pohmel_check_reply(req, buf, len)) {
+		finish_req_locked(c, req, -EIO);
+		err = -EPROTO;
+	} else {
+		req->rbuf = buf;
+		req->rlen = len;
+		buf = NULL;
+		finish_req_locked(c, req, 0);
+	}
+	spin_unlock(&c->lock);
+	pohmel_req_put(req);		/* the queue's reference */
+	if (err)
+		goto proto;
+out_free:
+	kvfree(buf);
+	return err;
+
+proto:
+	atomic64_inc(&c->stats.proto_errors);
+	pr_warn_ratelimited("malformed message from server (op %u tag %u len %u): dropping connection\n",
+			    be16_to_cpu(h.op), be32_to_cpu(h.tag),
+			    be32_to_cpu(h.len));
+	kvfree(buf);
+	return -EPROTO;
+}
+
+static void fail_all(struct pohmel_conn *c, int err)
+{
+	struct pohmel_req *req, *tmp;
+	LIST_HEAD(done);
+
+	spin_lock(&c->lock);
+	list_for_each_entry_safe(req, tmp, &c->queue, list) {
+		finish_req_locked(c, req, err);
+		list_add(&req->list, &done);
+	}
+	spin_unlock(&c->lock);
+	list_for_each_entry_safe(req, tmp, &done, list) {
+		list_del_init(&req->list);
+		pohmel_req_put(req);
+	}
+}
+
+static int conn_thread(void *data)
+{
+	struct pohmel_conn *c = data;
+	unsigned long backoff = POHMEL_BACKOFF_MIN;
+	unsigned int nofs = memalloc_nofs_save();
+	struct socket *sock;
+	bool logged = false;
+	int err;
+
+	allow_signal(SIGKILL);
+	while (!kthread_should_stop()) {
+		spin_lock(&c->lock);
+		sock = c->sock;
+		spin_unlock(&c->lock);
+		while (sock && !kthread_should_stop()) {
+			err = recv_one(c, sock);
+			if (err)
+				break;
+		}
+		conn_down(c);
+		if (kthread_should_stop())
+			break;
+		if (!logged)
+			pr_notice("connection to server lost, reconnecting\n");
+		logged = true;
+		err = conn_connect(c, &sock);
+		if (err) {
+			schedule_timeout_interruptible(backoff);
+			backoff = min(backoff * 2, (unsigned long)POHMEL_BACKOFF_MAX);
+			continue;
+		}
+		pr_notice("reconnected to server\n");
+		logged = false;
+		backoff = POHMEL_BACKOFF_MIN;
+		atomic64_inc(&c->stats.reconnects);
+		conn_up(c, sock);
+	}
+	memalloc_nofs_restore(nofs);
+	return 0;
+}
+
+int pohmel_conn_init(struct pohmel_conn *c)
+{
+	spin_lock_init(&c->lock);
+	INIT_LIST_HEAD(&c->queue);
+	INIT_LIST_HEAD(&c->recalls);
+	xa_init_flags(&c->tags, XA_FLAGS_ALLOC1);
+	mutex_init(&c->send_mutex);
+	INIT_WORK(&c->recall_work, recall_work);
+	pohmel_session_init(&c->sess);
+	return 0;
+}
+
+/* First connection, in the mounter's context so errors reach mount(2). */
+int pohmel_conn_start(struct pohmel_conn *c)
+{
+	struct socket *sock;
+	int err;
+
+	err = conn_connect(c, &sock);
+	if (err)
+		return err;
+	conn_up(c, sock);
+	c->task = kthread_run(conn_thread, c, "pohmelfs-conn");
+	if (IS_ERR(c->task)) {
+		err = PTR_ERR(c->task);
+		c->task = NULL;
+		conn_down(c);
+		return err;
+	}
+	return 0;
+}
+
+/* Unmount: fail whatever still waits, stop the thread, close. */
+void pohmel_conn_stop(struct pohmel_conn *c)
+{
+	spin_lock(&c->lock);
+	c->dying = true;
+	spin_unlock(&c->lock);
+	fail_all(c, -EIO);
+	if (c->task) {
+		send_sig(SIGKILL, c->task, 1);
+		kthread_stop(c->task);
+		c->task = NULL;
+	}
+	conn_down(c);
+	cancel_work_sync(&c->recall_work);
+	fail_all(c, -EIO);
+	xa_destroy(&c->tags);
+}

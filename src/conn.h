@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * conn.h - the transport: one authenticated TCP connection per mount,
+ * many requests in flight matched by tag, a receive thread that also
+ * reconnects and replays. Nothing here knows about inodes or dentries.
+ */
+#ifndef POHMEL_CONN_H
+#define POHMEL_CONN_H
+
+#include <linux/completion.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/socket.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+
+#include "pohmel_proto.h"
+
+struct socket;
+struct task_struct;
+
+enum pohmel_req_state {
+	POHMEL_RS_NEW,		/* built, not submitted */
+	POHMEL_RS_QUEUED,	/* on conn->queue, not on the current socket */
+	POHMEL_RS_SENT,		/* written to the current socket */
+	POHMEL_RS_DONE,		/* answered (or failed); off the queue */
+	POHMEL_RS_CANCELLED,	/* waiter gave up; off the queue */
+};
+
+/*
+ * One request and, once answered, its reply. The submitter holds one
+ * reference; membership in conn->queue holds another, dropped by whoever
+ * takes the request off the queue (the receive thread on a reply, a
+ * canceller, or the shutdown path).
+ */
+struct pohmel_req {
+	struct kref ref;
+	struct list_head list;		/* conn->queue; conn->lock */
+	struct completion done;
+	enum pohmel_req_state state;	/* conn->lock */
+	u32 tag;			/* 0 until submitted */
+	u16 op;
+	bool needs_seq;			/* non-idempotent: gets a session seq */
+	bool resent;			/* sent again after a reconnect */
+	u64 seq;			/* 0, or assigned at first send */
+	u32 xflags;			/* op-specific hint for reply checks */
+	u32 want;			/* READ: bytes asked */
+	int err;			/* result once DONE: 0 or -errno */
+	/* request: header + payload; hdr.tag/seq are patched when sent */
+	u8 *sbuf;
+	u32 slen;
+	u32 scap;
+	bool overflow;			/* an encoder ran out of room */
+	/* reply payload, owned by the request once DONE */
+	u8 *rbuf;
+	u32 rlen;
+};
+
+struct pohmel_conn_stats {
+	atomic64_t ops[POHMEL_OP_MAX];
+	atomic64_t round_trips;
+	atomic64_t bytes_sent;
+	atomic64_t bytes_recv;
+	atomic64_t reconnects;
+	atomic64_t replays;
+	atomic64_t timeouts;
+	atomic64_t proto_errors;
+	atomic64_t recalls;
+};
+
+struct pohmel_session {
+	u8 uuid[16];
+	u64 boot_gen;			/* ours, fixed for the mount */
+	u64 server_boot_gen;		/* learnt at HELLO */
+	atomic64_t next_seq;		/* last seq handed out */
+	u64 features;			/* negotiated */
+	u32 max_msg;			/* negotiated */
+	u8 key[POHMEL_KEY_MAX];
+	unsigned int keylen;		/* 0: no authentication */
+	u8 root_attr[POHMEL_ATTR_SIZE];	/* wire copy from the AUTH reply */
+};
+
+struct pohmel_conn;
+
+/* What the layer above wants to hear about. */
+struct pohmel_conn_ops {
+	/* Server-initiated RECALL; called from a work item, may sleep. */
+	void (*recall)(void *priv, const struct pohmel_recall *rec);
+};
+
+struct pohmel_conn {
+	/*
+	 * lock protects: queue, every queued request's state/list, up,
+	 * dying, sock (pointer publication for shutdown only).
+	 */
+	spinlock_t lock;
+	struct list_head queue;		/* unanswered requests, submit order */
+	struct xarray tags;		/* tag -> request (own xa_lock) */
+	u32 next_tag;			/* xa_alloc_cyclic cursor */
+	bool up;			/* authenticated, replay finished */
+	bool dying;			/* unmounting: fail everything */
+
+	/*
+	 * send_mutex serialises writes to the socket; the receive thread
+	 * holds it while it (re)connects, swaps sock and replays, so new
+	 * requests go out only after the replayed ones.
+	 */
+	struct mutex send_mutex;
+	struct socket *sock;		/* send_mutex (and lock to publish) */
+
+	struct task_struct *task;	/* receive / reconnect thread */
+	struct work_struct recall_work;
+	struct list_head recalls;	/* pending recall bodies; lock */
+
+	struct sockaddr_storage addr;
+	int addrlen;
+	bool soft;
+	unsigned long timeo;		/* soft: per-call limit, jiffies */
+
+	struct pohmel_session sess;
+	struct pohmel_conn_stats stats;
+
+	const struct pohmel_conn_ops *ops;
+	void *priv;
+};
+
+/* conn.c */
+int pohmel_conn_init(struct pohmel_conn *c);
+int pohmel_conn_start(struct pohmel_conn *c);
+void pohmel_conn_stop(struct pohmel_conn *c);
+int pohmel_conn_call(struct pohmel_conn *c, struct pohmel_req *req);
+int pohmel_conn_call_async(struct pohmel_conn *c, struct pohmel_req *req);
+int pohmel_conn_send_all(struct socket *sock, const void *buf, size_t len);
+int pohmel_conn_recv_all(struct socket *sock, void *buf, size_t len);
+
+/* session.c */
+void pohmel_session_init(struct pohmel_session *s);
+int pohmel_session_handshake(struct pohmel_conn *c, struct socket *sock);
+u64 pohmel_session_acked_seq(struct pohmel_conn *c);
+
+/* auth.c */
+int pohmel_auth_mac(const u8 *key, unsigned int keylen, const char *label,
+		    const u8 *nonce_a, const u8 *nonce_b, const u8 *uuid,
+		    u8 *mac);
+
+/* proto.c: request building and reply validation */
+struct pohmel_req *pohmel_req_alloc(struct pohmel_conn *c, u16 op,
+				    u32 payload, bool creds);
+void pohmel_req_put(struct pohmel_req *req);
+void *pohmel_req_append(struct pohmel_req *req, u32 len);
+int pohmel_req_append_name(struct pohmel_req *req, const char *name,
+			   u32 len);
+void pohmel_req_set_hdr(struct pohmel_req *req);
+int pohmel_check_hdr(const struct pohmel_hdr *h, u32 max_msg);
+int pohmel_check_reply(const struct pohmel_req *req, const u8 *p, u32 len);
+int pohmel_check_attr(const struct pohmel_attr *a);
+int pohmel_check_name(const u8 *name, u32 len);
+bool pohmel_op_needs_seq(u16 op);
+int pohmel_status_to_errno(u32 status);
+
+#endif /* POHMEL_CONN_H */

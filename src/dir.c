@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dir.c - namespace operations: lookup and dentry revalidation, create,
+ * mkdir, mknod, symlink, link, unlink, rmdir, rename (with NOREPLACE and
+ * EXCHANGE). Each is one round trip; replies carry the attributes of the
+ * object and of the directory afterwards, which refresh both.
+ */
+#include <linux/dcache.h>
+#include <linux/jiffies.h>
+#include <linux/namei.h>
+#include <linux/slab.h>
+
+#include "pohmel.h"
+
+static void set_dentry_time(struct dentry *dentry)
+{
+	dentry->d_time = jiffies;
+}
+
+static struct dentry *pohmel_lookup(struct inode *dir, struct dentry *dentry,
+				    unsigned int flags)
+{
+	struct pohmel_fattr fa;
+	struct inode *inode = NULL;
+	int err;
+
+	if (dentry->d_name.len > POHMEL_NAME_MAX)
+		return ERR_PTR(-ENAMETOOLONG);
+	err = pohmel_rpc_lookup(pohmel_conn(dir), &POHMEL_I(dir)->oid,
+				dentry->d_name.name, dentry->d_name.len, &fa);
+	if (err && err != -ENOENT)
+		return ERR_PTR(err);
+	if (!err) {
+		inode = pohmel_iget(dir->i_sb, &fa);
+		if (IS_ERR(inode))
+			return ERR_CAST(inode);
+	}
+	set_dentry_time(dentry);
+	return d_splice_alias(inode, dentry);
+}
+
+/*
+ * A dentry is trusted for attr_timeo after it was checked; then the
+ * name is looked up again and must still lead to the same object.
+ */
+static int pohmel_d_revalidate(POHMEL_D_REVALIDATE_PARAMS)
+{
+	struct pohmel_sb_info *sbi = POHMEL_SB(dentry->d_sb);
+	struct inode *inode, *parent;
+	struct name_snapshot snap;
+	struct dentry *pd = NULL;
+	struct pohmel_fattr fa;
+	int err, ret;
+
+	if (flags & LOOKUP_RCU)
+		return -ECHILD;
+	if (sbi->attr_timeo &&
+	    time_before(jiffies, dentry->d_time + sbi->attr_timeo)) {
+		atomic64_inc(&sbi->stats.dentry_hits);
+		return 1;
+	}
+	atomic64_inc(&sbi->stats.dentry_misses);
+	inode = d_inode(dentry);
+	pd = dget_parent(dentry);
+	parent = d_inode(pd);
+	take_dentry_name_snapshot(&snap, dentry);
+	err = pohmel_rpc_lookup(&sbi->conn, &POHMEL_I(parent)->oid,
+				snap.name.name, snap.name.len, &fa);
+	release_dentry_name_snapshot(&snap);
+	dput(pd);
+	if (err == -ENOENT) {
+		ret = inode ? 0 : 1;
+	} else if (err) {
+		ret = err;
+	} else if (!inode) {
+		ret = 0;
+	} else if (POHMEL_I(inode)->oid.id != fa.oid.id ||
+		   POHMEL_I(inode)->oid.gen != fa.oid.gen) {
+		ret = 0;
+	} else {
+		ret = pohmel_refresh_inode(inode, &fa, 0) ? 0 : 1;
+	}
+	if (ret == 1)
+		set_dentry_time(dentry);
+	return ret;
+}
+
+const struct dentry_operations pohmel_dops = {
+	.d_revalidate	= pohmel_d_revalidate,
+};
+
+/* The reply to a namespace change: instantiate the new object. */
+static int instantiate(struct inode *dir, struct dentry *dentry,
+		       const struct pohmel_fattr *obj,
+		       const struct pohmel_fattr *pdir)
+{
+	struct inode *inode;
+
+	pohmel_refresh_inode(dir, pdir, POHMEL_REFRESH_OWN);
+	inode = pohmel_iget(dir->i_sb, obj);
+	if (IS_ERR(inode))
+		return PTR_ERR(inode);
+	set_dentry_time(dentry);
+	d_instantiate(dentry, inode);
+	return 0;
+}
+
+static int do_create(struct inode *dir, struct dentry *dentry, u16 op,
+		     umode_t mode, dev_t rdev, u32 flags, const char *target)
+{
+	struct pohmel_fattr obj, pdir;
+	u32 tlen = target ? strlen(target) : 0;
+	int err;
+
+	if (op != POHMEL_OP_MKNOD)
+		mode &= 07777;
+	err = pohmel_rpc_create(pohmel_conn(dir), op, &POHMEL_I(dir)->oid,
+				dentry->d_name.name, dentry->d_name.len, mode,
+				new_encode_dev(rdev), flags, target, tlen,
+				&obj, &pdir);
+	if (err)
+		return err;
+	return instantiate(dir, dentry, &obj, &pdir);
+}
+
+static int pohmel_create(POHMEL_IDMAP_PARAM struct inode *dir,
+			 struct dentry *dentry, umode_t mode, bool excl)
+{
+	return do_create(dir, dentry, POHMEL_OP_CREATE, mode, 0,
+			 excl ? POHMEL_CREATE_EXCL : 0, NULL);
+}
+
+static POHMEL_MKDIR_RET pohmel_mkdir(POHMEL_IDMAP_PARAM struct inode *dir,
+				     struct dentry *dentry, umode_t mode)
+{
+	return pohmel_mkdir_return(do_create(dir, dentry, POHMEL_OP_MKDIR,
+					     mode, 0, 0, NULL));
+}
+
+static int pohmel_mknod(POHMEL_IDMAP_PARAM struct inode *dir,
+			struct dentry *dentry, umode_t mode, dev_t rdev)
+{
+	return do_create(dir, dentry, POHMEL_OP_MKNOD, mode, rdev, 0, NULL);
+}
+
+static int pohmel_symlink(POHMEL_IDMAP_PARAM struct inode *dir,
+			  struct dentry *dentry, const char *target)
+{
+	return do_create(dir, dentry, POHMEL_OP_SYMLINK, S_IFLNK | 0777, 0, 0,
+			 target);
+}
+
+static int pohmel_link(struct dentry *old, struct inode *dir,
+		       struct dentry *dentry)
+{
+	struct inode *inode = d_inode(old);
+	struct pohmel_fattr obj, pdir;
+	int err;
+
+	err = pohmel_rpc_link(pohmel_conn(dir), &POHMEL_I(inode)->oid,
+			      &POHMEL_I(dir)->oid, dentry->d_name.name,
+			      dentry->d_name.len, &obj, &pdir);
+	if (err)
+		return err;
+	pohmel_refresh_inode(dir, &pdir, POHMEL_REFRESH_OWN);
+	pohmel_refresh_inode(inode, &obj, POHMEL_REFRESH_OWN);
+	ihold(inode);
+	set_dentry_time(dentry);
+	d_instantiate(dentry, inode);
+	return 0;
+}
+
+static int do_remove(struct inode *dir, struct dentry *dentry, u16 op)
+{
+	struct inode *inode = d_inode(dentry);
+	struct pohmel_fattr pdir;
+	int err;
+
+	err = pohmel_rpc_remove(pohmel_conn(dir), op, &POHMEL_I(dir)->oid,
+				dentry->d_name.name, dentry->d_name.len,
+				&pdir);
+	if (err)
+		return err;
+	pohmel_refresh_inode(dir, &pdir, POHMEL_REFRESH_OWN);
+	if (op == POHMEL_OP_RMDIR)
+		clear_nlink(inode);
+	else
+		drop_nlink(inode);
+	pohmel_invalidate_attrs(inode);
+	return 0;
+}
+
+static int pohmel_unlink(struct inode *dir, struct dentry *dentry)
+{
+	return do_remove(dir, dentry, POHMEL_OP_UNLINK);
+}
+
+static int pohmel_rmdir(struct inode *dir, struct dentry *dentry)
+{
+	return do_remove(dir, dentry, POHMEL_OP_RMDIR);
+}
+
+static int pohmel_rename(POHMEL_IDMAP_PARAM struct inode *odir,
+			 struct dentry *old, struct inode *ndir,
+			 struct dentry *new, unsigned int flags)
+{
+	struct inode *target = d_inode(new);
+	struct pohmel_fattr obj, pdir;
+	u32 wflags = 0;
+	int err;
+
+	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE))
+		return -EINVAL;
+	if (flags & RENAME_NOREPLACE)
+		wflags |= POHMEL_RENAME_NOREPLACE;
+	if (flags & RENAME_EXCHANGE)
+		wflags |= POHMEL_RENAME_EXCHANGE;
+	err = pohmel_rpc_rename(pohmel_conn(odir), &POHMEL_I(odir)->oid,
+				old->d_name.name, old->d_name.len,
+				&POHMEL_I(ndir)->oid, new->d_name.name,
+				new->d_name.len, wflags, &obj, &pdir);
+	if (err)
+		return err;
+	pohmel_refresh_inode(ndir, &pdir, POHMEL_REFRESH_OWN);
+	if (odir != ndir)
+		pohmel_invalidate_attrs(odir);
+	pohmel_refresh_inode(d_inode(old), &obj, POHMEL_REFRESH_OWN);
+	if (target) {
+		if (flags & RENAME_EXCHANGE) {
+			pohmel_invalidate_attrs(target);
+		} else {
+			if (S_ISDIR(target->i_mode))
+				clear_nlink(target);
+			else
+				drop_nlink(target);
+			pohmel_invalidate_attrs(target);
+		}
+	}
+	set_dentry_time(old);
+	set_dentry_time(new);
+	return 0;
+}
+
+const struct inode_operations pohmel_dir_iops = {
+	.lookup		= pohmel_lookup,
+	.create		= pohmel_create,
+	.mkdir		= pohmel_mkdir,
+	.mknod		= pohmel_mknod,
+	.symlink	= pohmel_symlink,
+	.link		= pohmel_link,
+	.unlink		= pohmel_unlink,
+	.rmdir		= pohmel_rmdir,
+	.rename		= pohmel_rename,
+	.getattr	= pohmel_getattr,
+	.setattr	= pohmel_setattr,
+	.listxattr	= pohmel_listxattr,
+};

@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * file.c - regular files: OPEN/CLOSE handles (so an open file keeps
+ * working after it is unlinked), reads through the page cache (or
+ * directly with O_DIRECT or cache=none), writes sent to the server in
+ * wsize pieces as they happen (the page cache range is then dropped),
+ * fsync, mmap.
+ */
+#include <linux/cred.h>
+#include <linux/fs.h>
+#include <linux/mm.h>
+#include <linux/pagemap.h>
+#include <linux/slab.h>
+#include <linux/uio.h>
+#include <linux/writeback.h>
+
+#include "pohmel.h"
+
+static void handle_release(struct kref *ref)
+{
+	struct pohmel_handle *h = container_of(ref, struct pohmel_handle, ref);
+
+	/* CLOSE is sent even on a dying connection: the server must learn */
+	pohmel_rpc_close(h->conn, &h->oid, h->handle);
+	put_cred(h->cred);
+	kfree(h);
+}
+
+void pohmel_put_handle(struct pohmel_handle *h)
+{
+	if (h)
+		kref_put(&h->ref, handle_release);
+}
+
+/* A referenced handle of @inode with all of @want (POHMEL_OPEN_*), or NULL. */
+struct pohmel_handle *pohmel_get_handle(struct inode *inode, u32 want)
+{
+	struct pohmel_inode *pi = POHMEL_I(inode);
+	struct pohmel_handle *h, *found = NULL;
+
+	spin_lock(&pi->lock);
+	list_for_each_entry(h, &pi->handles, list) {
+		if ((h->flags & want) == want) {
+			kref_get(&h->ref);
+			found = h;
+			break;
+		}
+	}
+	spin_unlock(&pi->lock);
+	return found;
+}
+
+static int pohmel_open(struct inode *inode, struct file *file)
+{
+	struct pohmel_inode *pi = POHMEL_I(inode);
+	struct pohmel_handle *h;
+	struct pohmel_fattr fa;
+	u32 flags = 0;
+	int err;
+
+	if (file->f_mode & FMODE_READ)
+		flags |= POHMEL_OPEN_READ;
+	if (file->f_mode & FMODE_WRITE)
+		flags |= POHMEL_OPEN_WRITE;
+	h = kzalloc(sizeof(*h), GFP_KERNEL);
+	if (!h)
+		return -ENOMEM;
+	kref_init(&h->ref);
+	INIT_LIST_HEAD(&h->list);
+	h->conn = pohmel_conn(inode);
+	h->oid = pi->oid;
+	h->flags = flags;
+	/* close-to-open: OPEN returns fresh attributes */
+	err = pohmel_rpc_open(h->conn, &pi->oid, flags, &h->handle, &fa);
+	if (err) {
+		kfree(h);
+		return err;
+	}
+	h->cred = get_cred(file->f_cred);
+	err = pohmel_refresh_inode(inode, &fa, 0);
+	if (!err)
+		err = pohmel_revalidate_mapping(inode);
+	if (err) {
+		pohmel_put_handle(h);
+		return err;
+	}
+	spin_lock(&pi->lock);
+	list_add(&h->list, &pi->handles);
+	spin_unlock(&pi->lock);
+	file->private_data = h;
+	pohmel_allow_odirect(file);
+	return 0;
+}
+
+static int pohmel_release(struct inode *inode, struct file *file)
+{
+	struct pohmel_inode *pi = POHMEL_I(inode);
+	struct pohmel_handle *h = file->private_data;
+
+	if (file->f_mode & FMODE_WRITE)
+		filemap_write_and_wait(inode->i_mapping);
+	spin_lock(&pi->lock);
+	list_del_init(&h->list);
+	spin_unlock(&pi->lock);
+	pohmel_put_handle(h);
+	return 0;
+}
+
+static bool direct_io(struct kiocb *iocb)
+{
+	struct inode *inode = file_inode(iocb->ki_filp);
+
+	return (iocb->ki_flags & IOCB_DIRECT) ||
+	       POHMEL_SB(inode->i_sb)->opts.cache_none;
+}
+
+static ssize_t direct_read(struct kiocb *iocb, struct iov_iter *to)
+{
+	struct file *file = iocb->ki_filp;
+	struct inode *inode = file_inode(file);
+	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
+	struct pohmel_handle *h = file->private_data;
+	struct pohmel_fattr fa;
+	ssize_t done = 0, n;
+	int err;
+
+	/* what we wrote through mmap must be visible to direct reads */
+	err = filemap_write_and_wait(inode->i_mapping);
+	if (err)
+		return err;
+	while (iov_iter_count(to)) {
+		u32 want = min_t(size_t, iov_iter_count(to), sbi->rsize);
+
+		n = pohmel_rpc_read(&sbi->conn, &h->oid, h->handle,
+				    iocb->ki_pos, want, to, &fa);
+		if (n < 0) {
+			if (!done)
+				done = n;
+			break;
+		}
+		pohmel_refresh_inode(inode, &fa, 0);
+		iocb->ki_pos += n;
+		done += n;
+		if (n < want)
+			break;
+	}
+	if (done > 0) {
+		atomic64_add(done, &sbi->stats.direct_read);
+		file_accessed(file);
+	}
+	return done;
+}
+
+static ssize_t pohmel_read_iter(struct kiocb *iocb, struct iov_iter *to)
+{
+	struct inode *inode = file_inode(iocb->ki_filp);
+	int err;
+
+	if (!iov_iter_count(to))
+		return 0;
+	if (direct_io(iocb))
+		return direct_read(iocb, to);
+	err = pohmel_revalidate_inode(inode, false);
+	if (!err)
+		err = pohmel_revalidate_mapping(inode);
+	if (err)
+		return err;
+	return generic_file_read_iter(iocb, to);
+}
+
+/*
+ * Send @from to the server in wsize pieces. With O_SYNC/O_DSYNC each
+ * piece is written stable, so no separate FSYNC is needed.
+ */
+static ssize_t write_through(struct kiocb *iocb, struct iov_iter *from)
+{
+	struct file *file = iocb->ki_filp;
+	struct inode *inode = file_inode(file);
+	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
+	struct pohmel_handle *h = file->private_data;
+	u32 flags = (iocb->ki_flags & IOCB_DSYNC) ? POHMEL_IO_STABLE : 0;
+	loff_t start = iocb->ki_pos;
+	struct pohmel_fattr fa;
+	ssize_t done = 0, n;
+	int err;
+
+	err = filemap_write_and_wait_range(inode->i_mapping, start,
+					   start + iov_iter_count(from) - 1);
+	if (err)
+		return err;
+	while (iov_iter_count(from)) {
+		size_t before = iov_iter_count(from);
+		u32 want = min_t(size_t, before, sbi->wsize);
+
+		n = pohmel_rpc_write(&sbi->conn, &h->oid, h->handle,
+				     iocb->ki_pos, want, flags, from, &fa);
+		/* give back what was taken from @from but not written */
+		iov_iter_revert(from, before - iov_iter_count(from) -
+				max_t(ssize_t, n, 0));
+		if (n < 0) {
+			if (!done)
+				done = n;
+			break;
+		}
+		pohmel_refresh_inode(inode, &fa, POHMEL_REFRESH_OWN);
+		iocb->ki_pos += n;
+		done += n;
+		if (n < want)
+			break;
+	}
+	if (iocb->ki_pos > start && inode->i_mapping->nrpages)
+		invalidate_inode_pages2_range(inode->i_mapping,
+					      start >> PAGE_SHIFT,
+					      (iocb->ki_pos - 1) >> PAGE_SHIFT);
+	if (done > 0)
+		atomic64_add(done, direct_io(iocb) ? &sbi->stats.direct_written :
+			     &sbi->stats.bytes_written);
+	return done;
+}
+
+static ssize_t pohmel_write_iter(struct kiocb *iocb, struct iov_iter *from)
+{
+	struct inode *inode = file_inode(iocb->ki_filp);
+	ssize_t ret;
+
+	inode_lock(inode);
+	if (iocb->ki_flags & IOCB_APPEND) {
+		/* append goes to the server's end of file */
+		ret = pohmel_revalidate_inode(inode, true);
+		if (ret)
+			goto out;
+	}
+	ret = generic_write_checks(iocb, from);
+	if (ret <= 0)
+		goto out;
+	ret = write_through(iocb, from);
+out:
+	inode_unlock(inode);
+	if (ret > 0 && !(iocb->ki_flags & IOCB_DSYNC))
+		ret = generic_write_sync(iocb, ret);
+	return ret;
+}
+
+static int pohmel_fsync(struct file *file, loff_t start, loff_t end,
+			int datasync)
+{
+	struct inode *inode = file_inode(file);
+	struct pohmel_handle *h = file->private_data;
+	struct pohmel_fattr fa;
+	int err;
+
+	err = file_write_and_wait_range(file, start, end);
+	if (err)
+		return err;
+	err = pohmel_rpc_fsync(pohmel_conn(inode), &h->oid, h->handle,
+			       datasync ? POHMEL_FSYNC_DATAONLY : 0, &fa);
+	if (err)
+		return err;
+	return pohmel_refresh_inode(inode, &fa, POHMEL_REFRESH_OWN);
+}
+
+static int pohmel_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct inode *inode = file_inode(file);
+	int err;
+
+	err = pohmel_revalidate_mapping(inode);
+	if (err)
+		return err;
+	file_accessed(file);
+	vma->vm_ops = &pohmel_vm_ops;
+	return 0;
+}
+
+static loff_t pohmel_llseek(struct file *file, loff_t off, int whence)
+{
+	int err;
+
+	if (whence == SEEK_END || whence == SEEK_DATA || whence == SEEK_HOLE) {
+		err = pohmel_revalidate_inode(file_inode(file), false);
+		if (err)
+			return err;
+	}
+	return generic_file_llseek(file, off, whence);
+}
+
+const struct file_operations pohmel_file_fops = {
+	.open		= pohmel_open,
+	.release	= pohmel_release,
+	.llseek		= pohmel_llseek,
+	.read_iter	= pohmel_read_iter,
+	.write_iter	= pohmel_write_iter,
+	.fsync		= pohmel_fsync,
+	.mmap		= pohmel_mmap,
+	.lock		= pohmel_lock,
+	.flock		= pohmel_flock,
+	.splice_read	= filemap_splice_read,
+	.splice_write	= iter_file_splice_write,
+};

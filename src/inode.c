@@ -1,0 +1,398 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * inode.c - inodes named by (id, gen), attribute refresh from the server,
+ * close-to-open style revalidation, getattr and setattr.
+ *
+ * Without server grants the cache follows timeouts: attributes are
+ * trusted for sbi->attr_timeo after they were fetched; when the server's
+ * change counter moves (and the change was not ours) the page cache of
+ * the file is dropped before the next read.
+ */
+#include <linux/cred.h>
+#include <linux/jiffies.h>
+#include <linux/log2.h>
+#include <linux/pagemap.h>
+#include <linux/slab.h>
+#include <linux/writeback.h>
+
+#include "pohmel.h"
+
+static struct kmem_cache *pohmel_inode_cachep;
+
+static void pohmel_inode_init_once(void *p)
+{
+	struct pohmel_inode *pi = p;
+
+	inode_init_once(&pi->vfs_inode);
+}
+
+int pohmel_inode_cache_init(void)
+{
+	pohmel_inode_cachep = kmem_cache_create("pohmel_inode_cache",
+						sizeof(struct pohmel_inode), 0,
+						SLAB_RECLAIM_ACCOUNT |
+						SLAB_ACCOUNT,
+						pohmel_inode_init_once);
+	return pohmel_inode_cachep ? 0 : -ENOMEM;
+}
+
+void pohmel_inode_cache_exit(void)
+{
+	rcu_barrier();
+	kmem_cache_destroy(pohmel_inode_cachep);
+}
+
+struct inode *pohmel_alloc_inode(struct super_block *sb)
+{
+	struct pohmel_inode *pi;
+
+	pi = alloc_inode_sb(sb, pohmel_inode_cachep, GFP_KERNEL);
+	if (!pi)
+		return NULL;
+	spin_lock_init(&pi->lock);
+	INIT_LIST_HEAD(&pi->handles);
+	pi->oid.id = 0;
+	pi->oid.gen = 0;
+	pi->change = 0;
+	pi->attr_time = 0;
+	pi->flags = 0;
+	pi->link = NULL;
+	pi->new_inode = false;
+	pi->grant = POHMEL_GRANT_NONE;
+	return &pi->vfs_inode;
+}
+
+void pohmel_free_inode(struct inode *inode)
+{
+	struct pohmel_inode *pi = POHMEL_I(inode);
+
+	kfree(pi->link);
+	kmem_cache_free(pohmel_inode_cachep, pi);
+}
+
+void pohmel_evict_inode(struct inode *inode)
+{
+	truncate_inode_pages_final(&inode->i_data);
+	clear_inode(inode);
+	WARN_ON_ONCE(!list_empty(&POHMEL_I(inode)->handles));
+}
+
+static int pohmel_test_inode(struct inode *inode, void *data)
+{
+	const struct pohmel_fattr *fa = data;
+	struct pohmel_inode *pi = POHMEL_I(inode);
+
+	return pi->oid.id == fa->oid.id && pi->oid.gen == fa->oid.gen;
+}
+
+static int pohmel_set_inode(struct inode *inode, void *data)
+{
+	const struct pohmel_fattr *fa = data;
+	struct pohmel_inode *pi = POHMEL_I(inode);
+
+	pi->oid = fa->oid;
+	pi->new_inode = true;
+	inode->i_ino = fa->oid.id;
+	return 0;
+}
+
+static void set_times(struct inode *inode, const struct pohmel_fattr *fa)
+{
+	inode_set_atime_to_ts(inode, fa->atime);
+	inode_set_mtime_to_ts(inode, fa->mtime);
+	inode_set_ctime_to_ts(inode, fa->ctime);
+}
+
+/*
+ * Copy attributes from the server into @inode. Unless the change was
+ * ours (POHMEL_REFRESH_OWN), a moved change counter marks the cached data
+ * stale; it is dropped at the next read or open (never here: callers may
+ * hold folio locks).
+ */
+int pohmel_refresh_inode(struct inode *inode, const struct pohmel_fattr *fa,
+			 unsigned int flags)
+{
+	struct pohmel_inode *pi = POHMEL_I(inode);
+	bool stale;
+
+	if ((inode->i_mode & S_IFMT) && (fa->mode & S_IFMT) !=
+	    (inode->i_mode & S_IFMT))
+		return -ESTALE;
+	if (fa->oid.id != pi->oid.id || fa->oid.gen != pi->oid.gen)
+		return -ESTALE;
+
+	spin_lock(&pi->lock);
+	stale = pi->attr_time && pi->change != fa->change &&
+		!(flags & POHMEL_REFRESH_OWN);
+	pi->change = fa->change;
+	pi->attr_time = jiffies | 1;
+	pi->grant = fa->grant;
+	spin_unlock(&pi->lock);
+	if (stale && S_ISREG(inode->i_mode))
+		set_bit(POHMEL_I_DATA_STALE, &pi->flags);
+
+	inode->i_mode = fa->mode;
+	set_nlink(inode, fa->nlink);
+	inode->i_uid = make_kuid(&init_user_ns, fa->uid);
+	inode->i_gid = make_kgid(&init_user_ns, fa->gid);
+	set_times(inode, fa);
+	inode->i_blocks = fa->blocks;
+	if (fa->blksize >= 512 && fa->blksize <= (1U << 20) &&
+	    is_power_of_2(fa->blksize))
+		inode->i_blkbits = ilog2(fa->blksize);
+	i_size_write(inode, fa->size);
+	return 0;
+}
+
+void pohmel_invalidate_attrs(struct inode *inode)
+{
+	struct pohmel_inode *pi = POHMEL_I(inode);
+
+	spin_lock(&pi->lock);
+	if (pi->attr_time)
+		pi->attr_time = 1;	/* expired, but keep "known" */
+	spin_unlock(&pi->lock);
+}
+
+static bool attrs_fresh(struct inode *inode)
+{
+	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
+	struct pohmel_inode *pi = POHMEL_I(inode);
+	unsigned long t;
+
+	spin_lock(&pi->lock);
+	t = pi->attr_time;
+	spin_unlock(&pi->lock);
+	return t > 1 && sbi->attr_timeo &&
+	       time_before(jiffies, t + sbi->attr_timeo);
+}
+
+/* Fetch attributes unless the cached ones are still fresh (or @force). */
+int pohmel_revalidate_inode(struct inode *inode, bool force)
+{
+	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
+	struct pohmel_fattr fa;
+	int err;
+
+	if (!force && attrs_fresh(inode)) {
+		atomic64_inc(&sbi->stats.attr_hits);
+		return 0;
+	}
+	atomic64_inc(&sbi->stats.attr_misses);
+	err = pohmel_rpc_getattr(&sbi->conn, &POHMEL_I(inode)->oid, &fa);
+	if (err == -ESTALE)
+		make_bad_inode(inode);
+	if (err)
+		return err;
+	return pohmel_refresh_inode(inode, &fa, 0);
+}
+
+/* Drop the page cache if the server's data moved under us. */
+int pohmel_revalidate_mapping(struct inode *inode)
+{
+	struct pohmel_inode *pi = POHMEL_I(inode);
+	int err;
+
+	if (!test_bit(POHMEL_I_DATA_STALE, &pi->flags))
+		return 0;
+	err = filemap_write_and_wait(inode->i_mapping);
+	if (err)
+		return err;
+	if (!test_and_clear_bit(POHMEL_I_DATA_STALE, &pi->flags))
+		return 0;
+	atomic64_inc(&POHMEL_SB(inode->i_sb)->stats.page_invalidations);
+	err = invalidate_inode_pages2(inode->i_mapping);
+	if (err)
+		set_bit(POHMEL_I_DATA_STALE, &pi->flags);
+	return err;
+}
+
+struct inode *pohmel_iget(struct super_block *sb,
+			  const struct pohmel_fattr *fa)
+{
+	struct pohmel_inode *pi;
+	struct inode *inode;
+	int err;
+
+	inode = iget5_locked(sb, fa->oid.id, pohmel_test_inode,
+			     pohmel_set_inode, (void *)fa);
+	if (!inode)
+		return ERR_PTR(-ENOMEM);
+	pi = POHMEL_I(inode);
+	if (!pi->new_inode) {
+		err = pohmel_refresh_inode(inode, fa, 0);
+		if (err) {
+			iput(inode);
+			return ERR_PTR(err);
+		}
+		return inode;
+	}
+	pi->new_inode = false;
+	inode->i_mode = fa->mode & S_IFMT;
+	pohmel_refresh_inode(inode, fa, 0);
+	switch (fa->mode & S_IFMT) {
+	case S_IFREG:
+		inode->i_op = &pohmel_file_iops;
+		inode->i_fop = &pohmel_file_fops;
+		inode->i_mapping->a_ops = &pohmel_aops;
+		break;
+	case S_IFDIR:
+		inode->i_op = &pohmel_dir_iops;
+		inode->i_fop = &pohmel_dir_fops;
+		break;
+	case S_IFLNK:
+		inode->i_op = &pohmel_symlink_iops;
+		inode_nohighmem(inode);
+		break;
+	default:
+		inode->i_op = &pohmel_special_iops;
+		init_special_inode(inode, inode->i_mode,
+				   new_decode_dev(fa->rdev));
+		break;
+	}
+	unlock_new_inode(inode);
+	return inode;
+}
+
+/* Refresh an inode we already have from attributes that came along. */
+void pohmel_prime_inode(struct super_block *sb, const struct pohmel_fattr *fa)
+{
+	struct inode *inode;
+
+	inode = ilookup5(sb, fa->oid.id, pohmel_test_inode, (void *)fa);
+	if (!inode)
+		return;
+	pohmel_refresh_inode(inode, fa, 0);
+	iput(inode);
+}
+
+int pohmel_getattr(POHMEL_IDMAP_PARAM const struct path *path,
+		   struct kstat *stat, u32 mask, unsigned int flags)
+{
+	struct inode *inode = d_inode(path->dentry);
+	int err;
+
+	if (S_ISREG(inode->i_mode) && inode->i_mapping->nrpages &&
+	    mapping_tagged(inode->i_mapping, PAGECACHE_TAG_DIRTY))
+		filemap_write_and_wait(inode->i_mapping);
+	if ((flags & AT_STATX_SYNC_TYPE) != AT_STATX_DONT_SYNC) {
+		err = pohmel_revalidate_inode(inode, (flags &
+				AT_STATX_SYNC_TYPE) == AT_STATX_FORCE_SYNC);
+		if (err)
+			return err;
+	}
+	pohmel_generic_fillattr(mask, inode, stat);
+	stat->ino = POHMEL_I(inode)->oid.id;
+	return 0;
+}
+
+static void ts_or_now(struct pohmel_sattr *sa, unsigned int ia, u32 now,
+		      u32 set)
+{
+	if (ia)
+		sa->valid |= set;
+	else
+		sa->valid |= now;
+}
+
+int pohmel_setattr(POHMEL_IDMAP_PARAM struct dentry *dentry,
+		   struct iattr *attr)
+{
+	struct inode *inode = d_inode(dentry);
+	struct pohmel_sattr sa = {};
+	struct pohmel_fattr fa;
+	unsigned int v = attr->ia_valid;
+	int err;
+
+	err = pohmel_setattr_prepare(dentry, attr);
+	if (err)
+		return err;
+	if (v & ATTR_MODE) {
+		sa.valid |= POHMEL_SET_MODE;
+		sa.mode = attr->ia_mode & 07777;
+	}
+	if (v & ATTR_UID) {
+		sa.valid |= POHMEL_SET_UID;
+		sa.uid = from_kuid_munged(&init_user_ns, attr->ia_uid);
+	}
+	if (v & ATTR_GID) {
+		sa.valid |= POHMEL_SET_GID;
+		sa.gid = from_kgid_munged(&init_user_ns, attr->ia_gid);
+	}
+	if (v & ATTR_SIZE) {
+		if (!S_ISREG(inode->i_mode))
+			return -EINVAL;
+		sa.valid |= POHMEL_SET_SIZE;
+		sa.size = attr->ia_size;
+		err = filemap_write_and_wait(inode->i_mapping);
+		if (err)
+			return err;
+	}
+	if (v & ATTR_ATIME) {
+		ts_or_now(&sa, v & ATTR_ATIME_SET, POHMEL_SET_ATIME_NOW,
+			  POHMEL_SET_ATIME);
+		sa.atime = attr->ia_atime;
+	}
+	if (v & ATTR_MTIME) {
+		ts_or_now(&sa, v & ATTR_MTIME_SET, POHMEL_SET_MTIME_NOW,
+			  POHMEL_SET_MTIME);
+		sa.mtime = attr->ia_mtime;
+	}
+	if (!sa.valid)
+		return 0;	/* e.g. only ATTR_KILL_*: the server does that */
+	err = pohmel_rpc_setattr(pohmel_conn(inode), &POHMEL_I(inode)->oid,
+				 &sa, &fa);
+	if (err)
+		return err;
+	if (v & ATTR_SIZE)
+		truncate_setsize(inode, fa.size);
+	return pohmel_refresh_inode(inode, &fa, POHMEL_REFRESH_OWN);
+}
+
+static const char *pohmel_get_link(struct dentry *dentry, struct inode *inode,
+				   struct delayed_call *done)
+{
+	struct pohmel_inode *pi = POHMEL_I(inode);
+	char *target, *old;
+	int err;
+
+	spin_lock(&pi->lock);
+	target = pi->link;
+	spin_unlock(&pi->lock);
+	if (target)
+		return target;
+	if (!dentry)
+		return ERR_PTR(-ECHILD);
+	err = pohmel_rpc_readlink(pohmel_conn(inode), &pi->oid, &target);
+	if (err)
+		return ERR_PTR(err);
+	spin_lock(&pi->lock);
+	old = pi->link;
+	if (!old)
+		pi->link = target;
+	spin_unlock(&pi->lock);
+	if (old) {
+		kfree(target);
+		return old;
+	}
+	return target;
+}
+
+const struct inode_operations pohmel_file_iops = {
+	.getattr	= pohmel_getattr,
+	.setattr	= pohmel_setattr,
+	.listxattr	= pohmel_listxattr,
+};
+
+const struct inode_operations pohmel_symlink_iops = {
+	.get_link	= pohmel_get_link,
+	.getattr	= pohmel_getattr,
+	.setattr	= pohmel_setattr,
+	.listxattr	= pohmel_listxattr,
+};
+
+const struct inode_operations pohmel_special_iops = {
+	.getattr	= pohmel_getattr,
+	.setattr	= pohmel_setattr,
+	.listxattr	= pohmel_listxattr,
+};

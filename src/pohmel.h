@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * pohmel.h - the VFS side of pohmelfs: superblock, inode and open-file
+ * state, and what the VFS files export to each other. The network is
+ * reached only through rpc.h.
+ */
+#ifndef POHMEL_H
+#define POHMEL_H
+
+#include <linux/fs.h>
+#include <linux/kref.h>
+#include <linux/socket.h>
+#include <linux/spinlock.h>
+
+#include "compat.h"
+#include "conn.h"
+#include "rpc.h"
+
+#define POHMEL_SUPER_MAGIC	0x504f484d	/* "POHM" */
+#define POHMEL_ATTR_TIMEO	HZ		/* cache=strict attribute life */
+
+struct pohmel_mount_opts {
+	struct sockaddr_storage addr;
+	int addrlen;
+	char *path;			/* export path after "ADDR:" */
+	u16 port;
+	u8 key[POHMEL_KEY_MAX];
+	unsigned int keylen;
+	bool keyfile;			/* keyfile= seen (mount.pohmel's) */
+	bool soft;
+	bool cache_none;
+	unsigned int timeo;		/* seconds */
+	u32 rsize;
+	u32 wsize;
+};
+
+/* Client-side counters (the transport keeps its own in conn->stats). */
+struct pohmel_vfs_stats {
+	atomic64_t attr_hits;		/* attributes served from cache */
+	atomic64_t attr_misses;		/* ... fetched from the server */
+	atomic64_t dentry_hits;		/* d_revalidate without a lookup */
+	atomic64_t dentry_misses;
+	atomic64_t page_invalidations;	/* mapping dropped: change moved */
+	atomic64_t bytes_read;
+	atomic64_t bytes_written;
+	atomic64_t direct_read;
+	atomic64_t direct_written;
+};
+
+struct pohmel_sb_info {
+	struct pohmel_conn conn;	/* first: transport of this mount */
+	struct pohmel_mount_opts opts;
+	struct pohmel_foid root;
+	unsigned long attr_timeo;	/* jiffies; 0 with cache=none */
+	u32 rsize;
+	u32 wsize;
+	struct pohmel_vfs_stats stats;
+};
+
+/* Bits of pohmel_inode.flags */
+enum {
+	POHMEL_I_DATA_STALE,		/* change moved: drop the page cache */
+};
+
+/*
+ * An open handle on the server. Files hold one each; writeback borrows
+ * a writable one from the inode (with a reference) and acts with the
+ * credentials of whoever opened it.
+ */
+struct pohmel_handle {
+	struct kref ref;
+	struct list_head list;		/* pohmel_inode.handles; ->lock */
+	struct pohmel_conn *conn;
+	struct pohmel_foid oid;
+	u64 handle;
+	u32 flags;			/* POHMEL_OPEN_* */
+	const struct cred *cred;
+};
+
+struct pohmel_inode {
+	struct inode vfs_inode;
+	struct pohmel_foid oid;
+	/* lock protects: change, attr_time, handles, link */
+	spinlock_t lock;
+	u64 change;
+	unsigned long attr_time;	/* jiffies of the last refresh; 0 stale */
+	unsigned long flags;		/* POHMEL_I_* (atomic bitops) */
+	struct list_head handles;
+	char *link;			/* cached symlink target */
+	bool new_inode;			/* set by iget's set(): I_NEW for us */
+	/*
+	 * Coherence hooks: the grant the server gave with the last
+	 * attributes (POHMEL_GRANT_*). Nothing relies on it yet: without
+	 * POHMEL_FEAT_GRANTS the cache is revalidated by timeouts.
+	 */
+	u32 grant;
+};
+
+static inline struct pohmel_inode *POHMEL_I(struct inode *inode)
+{
+	return container_of(inode, struct pohmel_inode, vfs_inode);
+}
+
+static inline struct pohmel_sb_info *POHMEL_SB(struct super_block *sb)
+{
+	return sb->s_fs_info;
+}
+
+static inline struct pohmel_conn *pohmel_conn(struct inode *inode)
+{
+	return &POHMEL_SB(inode->i_sb)->conn;
+}
+
+/* flags for pohmel_refresh_inode */
+#define POHMEL_REFRESH_OWN	0x1	/* our own change: keep the cache */
+
+/* super.c */
+extern struct file_system_type pohmel_fs_type;
+
+/* inode.c */
+struct inode *pohmel_iget(struct super_block *sb,
+			  const struct pohmel_fattr *fa);
+int pohmel_refresh_inode(struct inode *inode, const struct pohmel_fattr *fa,
+			 unsigned int flags);
+int pohmel_revalidate_inode(struct inode *inode, bool force);
+int pohmel_revalidate_mapping(struct inode *inode);
+void pohmel_invalidate_attrs(struct inode *inode);
+void pohmel_prime_inode(struct super_block *sb, const struct pohmel_fattr *fa);
+struct inode *pohmel_alloc_inode(struct super_block *sb);
+void pohmel_free_inode(struct inode *inode);
+void pohmel_evict_inode(struct inode *inode);
+int pohmel_inode_cache_init(void);
+void pohmel_inode_cache_exit(void);
+int pohmel_getattr(POHMEL_IDMAP_PARAM const struct path *path,
+		   struct kstat *stat, u32 mask, unsigned int flags);
+int pohmel_setattr(POHMEL_IDMAP_PARAM struct dentry *dentry,
+		   struct iattr *attr);
+extern const struct inode_operations pohmel_file_iops;
+extern const struct inode_operations pohmel_symlink_iops;
+extern const struct inode_operations pohmel_special_iops;
+
+/* dir.c */
+extern const struct inode_operations pohmel_dir_iops;
+extern const struct dentry_operations pohmel_dops;
+
+/* readdir.c */
+extern const struct file_operations pohmel_dir_fops;
+
+/* file.c */
+extern const struct file_operations pohmel_file_fops;
+struct pohmel_handle *pohmel_get_handle(struct inode *inode, u32 want);
+void pohmel_put_handle(struct pohmel_handle *h);
+
+/* addr.c */
+extern const struct address_space_operations pohmel_aops;
+extern const struct vm_operations_struct pohmel_vm_ops;
+
+/* xattr.c */
+extern const struct xattr_handler *pohmel_xattr_handlers[];
+ssize_t pohmel_listxattr(struct dentry *dentry, char *buf, size_t size);
+
+/* lock.c */
+int pohmel_lock(struct file *file, int cmd, struct file_lock *fl);
+int pohmel_flock(struct file *file, int cmd, struct file_lock *fl);
+
+/* stats.c */
+int pohmel_show_stats(struct seq_file *m, struct dentry *root);
+
+#endif /* POHMEL_H */

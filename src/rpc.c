@@ -1,0 +1,653 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rpc.c - the only place that pairs an opcode with its arguments: encode
+ * a request, call it, decode the (already validated) reply.
+ */
+#include <linux/cred.h>
+#include <linux/errno.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/uio.h>
+
+#include "conn.h"
+#include "rpc.h"
+
+static void put_oid(struct pohmel_oid *w, const struct pohmel_foid *oid)
+{
+	w->id = cpu_to_be64(oid->id);
+	w->gen = cpu_to_be64(oid->gen);
+}
+
+static void put_time(struct pohmel_time *w, const struct timespec64 *ts)
+{
+	w->sec = cpu_to_be64((u64)ts->tv_sec);
+	w->nsec = cpu_to_be32((u32)ts->tv_nsec);
+}
+
+static void get_time(struct timespec64 *ts, const struct pohmel_time *w)
+{
+	ts->tv_sec = (s64)be64_to_cpu(w->sec);
+	ts->tv_nsec = be32_to_cpu(w->nsec);
+}
+
+void pohmel_decode_attr(const void *wire, struct pohmel_fattr *fa)
+{
+	const struct pohmel_attr *a = wire;
+
+	if (!fa)
+		return;
+	fa->oid.id = be64_to_cpu(a->oid.id);
+	fa->oid.gen = be64_to_cpu(a->oid.gen);
+	fa->size = be64_to_cpu(a->size);
+	fa->blocks = be64_to_cpu(a->blocks);
+	fa->change = be64_to_cpu(a->change);
+	get_time(&fa->atime, &a->atime);
+	get_time(&fa->mtime, &a->mtime);
+	get_time(&fa->ctime, &a->ctime);
+	fa->mode = be32_to_cpu(a->mode);
+	fa->nlink = be32_to_cpu(a->nlink);
+	fa->uid = be32_to_cpu(a->uid);
+	fa->gid = be32_to_cpu(a->gid);
+	fa->rdev = be32_to_cpu(a->rdev);
+	fa->blksize = be32_to_cpu(a->blksize);
+	fa->grant = be32_to_cpu(a->grant);
+}
+
+static int check_name_arg(const char *name, u32 len)
+{
+	if (len > POHMEL_NAME_MAX)
+		return -ENAMETOOLONG;
+	return pohmel_check_name(name, len);
+}
+
+/* Call and hand back the request (caller puts it), or an error. */
+static int call(struct pohmel_conn *c, struct pohmel_req *req)
+{
+	int err = pohmel_conn_call(c, req);
+
+	if (err)
+		pohmel_req_put(req);
+	return err;
+}
+
+int pohmel_rpc_ping(struct pohmel_conn *c)
+{
+	struct pohmel_req *req = pohmel_req_alloc(c, POHMEL_OP_PING, 0, false);
+	int err;
+
+	if (!req)
+		return -ENOMEM;
+	err = call(c, req);
+	if (!err)
+		pohmel_req_put(req);
+	return err;
+}
+
+/* GETATTR/READLINK/STATFS: body is an oid. */
+static struct pohmel_req *oid_req(struct pohmel_conn *c, u16 op,
+				  const struct pohmel_foid *oid)
+{
+	struct pohmel_req *req = pohmel_req_alloc(c, op, POHMEL_OID_SIZE,
+						  true);
+
+	if (req)
+		put_oid(pohmel_req_append(req, POHMEL_OID_SIZE), oid);
+	return req;
+}
+
+int pohmel_rpc_getattr(struct pohmel_conn *c, const struct pohmel_foid *oid,
+		       struct pohmel_fattr *fa)
+{
+	struct pohmel_req *req = oid_req(c, POHMEL_OP_GETATTR, oid);
+	int err;
+
+	if (!req)
+		return -ENOMEM;
+	err = call(c, req);
+	if (err)
+		return err;
+	pohmel_decode_attr(req->rbuf, fa);
+	pohmel_req_put(req);
+	return 0;
+}
+
+static struct pohmel_req *name_req(struct pohmel_conn *c, u16 op,
+				   const struct pohmel_foid *dir,
+				   const char *name, u32 len)
+{
+	struct pohmel_name_req *b;
+	struct pohmel_req *req;
+
+	req = pohmel_req_alloc(c, op, POHMEL_NAME_REQ_SIZE + len, true);
+	if (!req)
+		return NULL;
+	b = pohmel_req_append(req, POHMEL_NAME_REQ_SIZE);
+	put_oid(&b->dir, dir);
+	b->namelen = cpu_to_be16(len);
+	pohmel_req_append_name(req, name, len);
+	return req;
+}
+
+int pohmel_rpc_lookup(struct pohmel_conn *c, const struct pohmel_foid *dir,
+		      const char *name, u32 len, struct pohmel_fattr *fa)
+{
+	struct pohmel_req *req;
+	int err = check_name_arg(name, len);
+
+	if (err)
+		return err;
+	req = name_req(c, POHMEL_OP_LOOKUP, dir, name, len);
+	if (!req)
+		return -ENOMEM;
+	err = call(c, req);
+	if (err)
+		return err;
+	pohmel_decode_attr(req->rbuf, fa);
+	pohmel_req_put(req);
+	return 0;
+}
+
+int pohmel_rpc_remove(struct pohmel_conn *c, u16 op,
+		      const struct pohmel_foid *dir, const char *name, u32 len,
+		      struct pohmel_fattr *fdir)
+{
+	struct pohmel_req *req;
+	int err = check_name_arg(name, len);
+
+	if (err)
+		return err;
+	req = name_req(c, op, dir, name, len);
+	if (!req)
+		return -ENOMEM;
+	err = call(c, req);
+	if (err)
+		return err;
+	pohmel_decode_attr(req->rbuf, fdir);
+	pohmel_req_put(req);
+	return 0;
+}
+
+int pohmel_rpc_setattr(struct pohmel_conn *c, const struct pohmel_foid *oid,
+		       const struct pohmel_sattr *sa, struct pohmel_fattr *fa)
+{
+	struct pohmel_setattr *b;
+	struct pohmel_req *req;
+	int err;
+
+	req = pohmel_req_alloc(c, POHMEL_OP_SETATTR, POHMEL_SETATTR_SIZE, true);
+	if (!req)
+		return -ENOMEM;
+	b = pohmel_req_append(req, POHMEL_SETATTR_SIZE);
+	put_oid(&b->oid, oid);
+	b->valid = cpu_to_be32(sa->valid);
+	b->mode = cpu_to_be32(sa->mode);
+	b->uid = cpu_to_be32(sa->uid);
+	b->gid = cpu_to_be32(sa->gid);
+	b->size = cpu_to_be64(sa->size);
+	put_time(&b->atime, &sa->atime);
+	put_time(&b->mtime, &sa->mtime);
+	err = call(c, req);
+	if (err)
+		return err;
+	pohmel_decode_attr(req->rbuf, fa);
+	pohmel_req_put(req);
+	return 0;
+}
+
+static void decode_entry(struct pohmel_req *req, struct pohmel_fattr *obj,
+			 struct pohmel_fattr *dir)
+{
+	pohmel_decode_attr(req->rbuf, obj);
+	pohmel_decode_attr(req->rbuf + POHMEL_ATTR_SIZE, dir);
+	pohmel_req_put(req);
+}
+
+int pohmel_rpc_create(struct pohmel_conn *c, u16 op,
+		      const struct pohmel_foid *dir, const char *name, u32 len,
+		      u32 mode, u32 rdev, u32 flags, const char *target,
+		      u32 tlen, struct pohmel_fattr *obj,
+		      struct pohmel_fattr *pdir)
+{
+	struct pohmel_create *b;
+	struct pohmel_req *req;
+	int err = check_name_arg(name, len);
+
+	if (err)
+		return err;
+	if (tlen > POHMEL_PATH_MAX)
+		return -ENAMETOOLONG;
+	req = pohmel_req_alloc(c, op, POHMEL_CREATE_SIZE + len + tlen, true);
+	if (!req)
+		return -ENOMEM;
+	b = pohmel_req_append(req, POHMEL_CREATE_SIZE);
+	put_oid(&b->dir, dir);
+	b->mode = cpu_to_be32(mode);
+	b->rdev = cpu_to_be32(rdev);
+	b->flags = cpu_to_be32(flags);
+	b->uid = cpu_to_be32(from_kuid_munged(&init_user_ns, current_fsuid()));
+	b->gid = cpu_to_be32(from_kgid_munged(&init_user_ns, current_fsgid()));
+	b->namelen = cpu_to_be16(len);
+	b->tgtlen = cpu_to_be16(tlen);
+	pohmel_req_append_name(req, name, len);
+	if (tlen)
+		pohmel_req_append_name(req, target, tlen);
+	err = call(c, req);
+	if (err)
+		return err;
+	decode_entry(req, obj, pdir);
+	return 0;
+}
+
+int pohmel_rpc_link(struct pohmel_conn *c, const struct pohmel_foid *obj,
+		    const struct pohmel_foid *dir, const char *name, u32 len,
+		    struct pohmel_fattr *fobj, struct pohmel_fattr *fdir)
+{
+	struct pohmel_link *b;
+	struct pohmel_req *req;
+	int err = check_name_arg(name, len);
+
+	if (err)
+		return err;
+	req = pohmel_req_alloc(c, POHMEL_OP_LINK, POHMEL_LINK_SIZE + len, true);
+	if (!req)
+		return -ENOMEM;
+	b = pohmel_req_append(req, POHMEL_LINK_SIZE);
+	put_oid(&b->obj, obj);
+	put_oid(&b->dir, dir);
+	b->namelen = cpu_to_be16(len);
+	pohmel_req_append_name(req, name, len);
+	err = call(c, req);
+	if (err)
+		return err;
+	decode_entry(req, fobj, fdir);
+	return 0;
+}
+
+int pohmel_rpc_rename(struct pohmel_conn *c, const struct pohmel_foid *odir,
+		      const char *oname, u32 olen,
+		      const struct pohmel_foid *ndir, const char *nname,
+		      u32 nlen, u32 flags, struct pohmel_fattr *fobj,
+		      struct pohmel_fattr *fdir)
+{
+	struct pohmel_rename *b;
+	struct pohmel_req *req;
+	int err = check_name_arg(oname, olen) ?: check_name_arg(nname, nlen);
+
+	if (err)
+		return err;
+	req = pohmel_req_alloc(c, POHMEL_OP_RENAME,
+			       POHMEL_RENAME_SIZE + olen + nlen, true);
+	if (!req)
+		return -ENOMEM;
+	b = pohmel_req_append(req, POHMEL_RENAME_SIZE);
+	put_oid(&b->olddir, odir);
+	put_oid(&b->newdir, ndir);
+	b->flags = cpu_to_be32(flags);
+	b->oldlen = cpu_to_be16(olen);
+	b->newlen = cpu_to_be16(nlen);
+	pohmel_req_append_name(req, oname, olen);
+	pohmel_req_append_name(req, nname, nlen);
+	err = call(c, req);
+	if (err)
+		return err;
+	decode_entry(req, fobj, fdir);
+	return 0;
+}
+
+int pohmel_rpc_readlink(struct pohmel_conn *c, const struct pohmel_foid *oid,
+			char **target)
+{
+	struct pohmel_req *req = oid_req(c, POHMEL_OP_READLINK, oid);
+	int err;
+
+	if (!req)
+		return -ENOMEM;
+	err = call(c, req);
+	if (err)
+		return err;
+	*target = kmemdup_nul(req->rbuf, req->rlen, GFP_KERNEL);
+	pohmel_req_put(req);
+	return *target ? 0 : -ENOMEM;
+}
+
+int pohmel_rpc_open(struct pohmel_conn *c, const struct pohmel_foid *oid,
+		    u32 flags, u64 *handle, struct pohmel_fattr *fa)
+{
+	const struct pohmel_open_reply *r;
+	struct pohmel_open *b;
+	struct pohmel_req *req;
+	int err;
+
+	req = pohmel_req_alloc(c, POHMEL_OP_OPEN, POHMEL_OPEN_SIZE, true);
+	if (!req)
+		return -ENOMEM;
+	b = pohmel_req_append(req, POHMEL_OPEN_SIZE);
+	put_oid(&b->oid, oid);
+	b->flags = cpu_to_be32(flags);
+	err = call(c, req);
+	if (err)
+		return err;
+	r = (const void *)req->rbuf;
+	pohmel_decode_attr(&r->attr, fa);
+	*handle = be64_to_cpu(r->handle);
+	pohmel_req_put(req);
+	return 0;
+}
+
+/* CLOSE does not wait: close(2) must not hang on a dead server. */
+int pohmel_rpc_close(struct pohmel_conn *c, const struct pohmel_foid *oid,
+		     u64 handle)
+{
+	struct pohmel_handle_req *b;
+	struct pohmel_req *req;
+
+	req = pohmel_req_alloc(c, POHMEL_OP_CLOSE, POHMEL_HANDLE_REQ_SIZE,
+			       false);
+	if (!req)
+		return -ENOMEM;
+	b = pohmel_req_append(req, POHMEL_HANDLE_REQ_SIZE);
+	put_oid(&b->oid, oid);
+	b->handle = cpu_to_be64(handle);
+	return pohmel_conn_call_async(c, req);
+}
+
+static struct pohmel_req *io_req(struct pohmel_conn *c, u16 op,
+				 const struct pohmel_foid *oid, u64 handle,
+				 u64 off, u32 count, u32 flags, u32 extra)
+{
+	struct pohmel_req *req;
+	struct pohmel_io *b;
+
+	req = pohmel_req_alloc(c, op, POHMEL_IO_SIZE + extra, true);
+	if (!req)
+		return NULL;
+	b = pohmel_req_append(req, POHMEL_IO_SIZE);
+	put_oid(&b->oid, oid);
+	b->handle = cpu_to_be64(handle);
+	b->offset = cpu_to_be64(off);
+	b->count = cpu_to_be32(count);
+	b->flags = cpu_to_be32(flags);
+	req->want = count;
+	return req;
+}
+
+/* Read up to @count bytes at @off into @to; returns bytes read. */
+ssize_t pohmel_rpc_read(struct pohmel_conn *c, const struct pohmel_foid *oid,
+			u64 handle, u64 off, u32 count, struct iov_iter *to,
+			struct pohmel_fattr *fa)
+{
+	const struct pohmel_io_reply *r;
+	struct pohmel_req *req;
+	u32 n;
+	int err;
+
+	req = io_req(c, POHMEL_OP_READ, oid, handle, off, count, 0, 0);
+	if (!req)
+		return -ENOMEM;
+	err = call(c, req);
+	if (err)
+		return err;
+	r = (const void *)req->rbuf;
+	pohmel_decode_attr(&r->attr, fa);
+	n = be32_to_cpu(r->count);
+	if (copy_to_iter(req->rbuf + POHMEL_IO_REPLY_SIZE, n, to) != n)
+		n = -EFAULT;
+	pohmel_req_put(req);
+	return n;
+}
+
+/* Write @count bytes from @from at @off; returns bytes written. */
+ssize_t pohmel_rpc_write(struct pohmel_conn *c, const struct pohmel_foid *oid,
+			 u64 handle, u64 off, u32 count, u32 flags,
+			 struct iov_iter *from, struct pohmel_fattr *fa)
+{
+	const struct pohmel_io_reply *r;
+	struct pohmel_req *req;
+	void *data;
+	ssize_t n;
+	int err;
+
+	req = io_req(c, POHMEL_OP_WRITE, oid, handle, off, count, flags, count);
+	if (!req)
+		return -ENOMEM;
+	data = pohmel_req_append(req, count);
+	if (data && copy_from_iter(data, count, from) != count) {
+		pohmel_req_put(req);
+		return -EFAULT;
+	}
+	err = call(c, req);
+	if (err)
+		return err;
+	r = (const void *)req->rbuf;
+	pohmel_decode_attr(&r->attr, fa);
+	n = be32_to_cpu(r->count);
+	pohmel_req_put(req);
+	return n;
+}
+
+int pohmel_rpc_fsync(struct pohmel_conn *c, const struct pohmel_foid *oid,
+		     u64 handle, u32 flags, struct pohmel_fattr *fa)
+{
+	struct pohmel_fsync *b;
+	struct pohmel_req *req;
+	int err;
+
+	req = pohmel_req_alloc(c, POHMEL_OP_FSYNC, POHMEL_FSYNC_SIZE, true);
+	if (!req)
+		return -ENOMEM;
+	b = pohmel_req_append(req, POHMEL_FSYNC_SIZE);
+	put_oid(&b->oid, oid);
+	b->handle = cpu_to_be64(handle);
+	b->flags = cpu_to_be32(flags);
+	err = call(c, req);
+	if (err)
+		return err;
+	pohmel_decode_attr(req->rbuf, fa);
+	pohmel_req_put(req);
+	return 0;
+}
+
+int pohmel_rpc_statfs(struct pohmel_conn *c, const struct pohmel_foid *oid,
+		      struct pohmel_fstatfs *st)
+{
+	struct pohmel_req *req = oid_req(c, POHMEL_OP_STATFS, oid);
+	const struct pohmel_statfs *r;
+	int err;
+
+	if (!req)
+		return -ENOMEM;
+	err = call(c, req);
+	if (err)
+		return err;
+	r = (const void *)req->rbuf;
+	st->blocks = be64_to_cpu(r->blocks);
+	st->bfree = be64_to_cpu(r->bfree);
+	st->bavail = be64_to_cpu(r->bavail);
+	st->files = be64_to_cpu(r->files);
+	st->ffree = be64_to_cpu(r->ffree);
+	st->bsize = be32_to_cpu(r->bsize);
+	st->namelen = be32_to_cpu(r->namelen);
+	pohmel_req_put(req);
+	return 0;
+}
+
+int pohmel_rpc_readdir(struct pohmel_conn *c, const struct pohmel_foid *dir,
+		       u64 cookie, u32 maxbytes, struct pohmel_dir_iter *it,
+		       struct pohmel_fattr *fdir)
+{
+	const struct pohmel_readdir_reply *r;
+	struct pohmel_readdir *b;
+	struct pohmel_req *req;
+	int err;
+
+	req = pohmel_req_alloc(c, POHMEL_OP_READDIR, POHMEL_READDIR_SIZE, true);
+	if (!req)
+		return -ENOMEM;
+	b = pohmel_req_append(req, POHMEL_READDIR_SIZE);
+	put_oid(&b->dir, dir);
+	b->cookie = cpu_to_be64(cookie);
+	b->maxbytes = cpu_to_be32(maxbytes);
+	err = call(c, req);
+	if (err)
+		return err;
+	r = (const void *)req->rbuf;
+	pohmel_decode_attr(&r->dir, fdir);
+	it->req = req;
+	it->p = req->rbuf + POHMEL_READDIR_REPLY_SIZE;
+	it->end = req->rbuf + req->rlen;
+	it->left = be32_to_cpu(r->count);
+	it->eof = be32_to_cpu(r->flags) & POHMEL_READDIR_EOF;
+	return 0;
+}
+
+/* Next entry: 1 with @e filled, 0 at the end of this reply. */
+int pohmel_dir_next(struct pohmel_dir_iter *it, struct pohmel_dirent_info *e)
+{
+	const struct pohmel_dirent *d;
+	u32 nl;
+
+	if (!it->left || it->end - it->p < POHMEL_DIRENT_SIZE)
+		return 0;
+	d = (const void *)it->p;
+	nl = be16_to_cpu(d->namelen);
+	if (it->end - it->p < POHMEL_DIRENT_SIZE + ALIGN(nl, 8))
+		return 0;
+	pohmel_decode_attr(&d->attr, &e->attr);
+	e->cookie = be64_to_cpu(d->cookie);
+	e->name = (const char *)(it->p + POHMEL_DIRENT_SIZE);
+	e->namelen = nl;
+	it->p += POHMEL_DIRENT_SIZE + ALIGN(nl, 8);
+	it->left--;
+	return 1;
+}
+
+void pohmel_dir_iter_end(struct pohmel_dir_iter *it)
+{
+	pohmel_req_put(it->req);
+	it->req = NULL;
+}
+
+/*
+ * GETXATTR (@name) or LISTXATTR (@name NULL): copy the value into @buf
+ * when @size is large enough; returns the value's size.
+ */
+ssize_t pohmel_rpc_getxattr(struct pohmel_conn *c, u16 op,
+			    const struct pohmel_foid *oid, const char *name,
+			    void *buf, size_t size)
+{
+	u32 nlen = name ? strlen(name) : 0, vlen;
+	const struct pohmel_xattr_reply *r;
+	struct pohmel_xattr *b;
+	struct pohmel_req *req;
+	int err;
+
+	if (nlen > POHMEL_XATTR_NAME_MAX)
+		return -ERANGE;
+	size = min_t(size_t, size, POHMEL_XATTR_SIZE_MAX);
+	req = pohmel_req_alloc(c, op, POHMEL_XATTR_SIZE + nlen, true);
+	if (!req)
+		return -ENOMEM;
+	b = pohmel_req_append(req, POHMEL_XATTR_SIZE);
+	put_oid(&b->oid, oid);
+	b->valuelen = cpu_to_be32(size);
+	b->namelen = cpu_to_be16(nlen);
+	if (nlen)
+		pohmel_req_append_name(req, name, nlen);
+	req->want = size;
+	err = call(c, req);
+	if (err)
+		return err;
+	r = (const void *)req->rbuf;
+	vlen = be32_to_cpu(r->valuelen);
+	if (size) {
+		if (vlen > size) {
+			pohmel_req_put(req);
+			return -ERANGE;
+		}
+		memcpy(buf, req->rbuf + POHMEL_XATTR_REPLY_SIZE, vlen);
+	}
+	pohmel_req_put(req);
+	return vlen;
+}
+
+/* SETXATTR (@value non-NULL) or REMOVEXATTR (@value NULL). */
+int pohmel_rpc_setxattr(struct pohmel_conn *c, const struct pohmel_foid *oid,
+			const char *name, const void *value, size_t size,
+			u32 flags)
+{
+	u16 op = value ? POHMEL_OP_SETXATTR : POHMEL_OP_REMOVEXATTR;
+	u32 nlen = strlen(name);
+	struct pohmel_xattr *b;
+	struct pohmel_req *req;
+	int err;
+
+	if (nlen > POHMEL_XATTR_NAME_MAX)
+		return -ERANGE;
+	if (size > POHMEL_XATTR_SIZE_MAX)
+		return -E2BIG;
+	if (!value)
+		size = 0;
+	req = pohmel_req_alloc(c, op, POHMEL_XATTR_SIZE + nlen + size, true);
+	if (!req)
+		return -ENOMEM;
+	b = pohmel_req_append(req, POHMEL_XATTR_SIZE);
+	put_oid(&b->oid, oid);
+	b->flags = cpu_to_be32(flags);
+	b->valuelen = cpu_to_be32(size);
+	b->namelen = cpu_to_be16(nlen);
+	pohmel_req_append_name(req, name, nlen);
+	if (size)
+		pohmel_req_append_name(req, value, size);
+	err = call(c, req);
+	if (!err)
+		pohmel_req_put(req);
+	return err;
+}
+
+int pohmel_rpc_lock(struct pohmel_conn *c, const struct pohmel_foid *oid,
+		    struct pohmel_flock *fl)
+{
+	struct pohmel_lock *b;
+	struct pohmel_req *req;
+	int err;
+
+	req = pohmel_req_alloc(c, POHMEL_OP_LOCK, POHMEL_LOCK_SIZE, true);
+	if (!req)
+		return -ENOMEM;
+	b = pohmel_req_append(req, POHMEL_LOCK_SIZE);
+	put_oid(&b->oid, oid);
+	b->owner = cpu_to_be64(fl->owner);
+	b->start = cpu_to_be64(fl->start);
+	b->len = cpu_to_be64(fl->len);
+	b->type = cpu_to_be32(fl->type);
+	b->flags = cpu_to_be32(fl->flags);
+	b->pid = cpu_to_be32(fl->pid);
+	req->xflags = fl->flags;
+	err = call(c, req);
+	if (err)
+		return err;
+	if (fl->flags & POHMEL_LOCK_TEST) {
+		const struct pohmel_lock *r = (const void *)req->rbuf;
+
+		fl->owner = be64_to_cpu(r->owner);
+		fl->start = be64_to_cpu(r->start);
+		fl->len = be64_to_cpu(r->len);
+		fl->type = be32_to_cpu(r->type);
+		fl->pid = be32_to_cpu(r->pid);
+	}
+	pohmel_req_put(req);
+	return 0;
+}
+
+int pohmel_rpc_bye(struct pohmel_conn *c)
+{
+	struct pohmel_req *req = pohmel_req_alloc(c, POHMEL_OP_BYE, 0, false);
+	int err;
+
+	if (!req)
+		return -ENOMEM;
+	err = call(c, req);
+	if (!err)
+		pohmel_req_put(req);
+	return err;
+}

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * rpc.h - one typed call per opcode: what the VFS side of pohmelfs uses
+ * to talk to the server. Arguments and results are plain CPU-order
+ * values; no wire struct and no socket leaks out of rpc.c.
+ */
+#ifndef POHMEL_RPC_H
+#define POHMEL_RPC_H
+
+#include <linux/time64.h>
+#include <linux/types.h>
+
+struct pohmel_conn;
+struct iov_iter;
+
+struct pohmel_foid {
+	u64 id;
+	u64 gen;
+};
+
+/* Decoded struct pohmel_attr. */
+struct pohmel_fattr {
+	struct pohmel_foid oid;
+	u64 size;
+	u64 blocks;
+	u64 change;
+	struct timespec64 atime;
+	struct timespec64 mtime;
+	struct timespec64 ctime;
+	u32 mode;
+	u32 nlink;
+	u32 uid;
+	u32 gid;
+	u32 rdev;
+	u32 blksize;
+	u32 grant;
+};
+
+struct pohmel_sattr {
+	u32 valid;			/* POHMEL_SET_* */
+	u32 mode;
+	u32 uid;
+	u32 gid;
+	u64 size;
+	struct timespec64 atime;
+	struct timespec64 mtime;
+};
+
+struct pohmel_fstatfs {
+	u64 blocks, bfree, bavail, files, ffree;
+	u32 bsize, namelen;
+};
+
+struct pohmel_flock {
+	u64 owner;
+	u64 start;
+	u64 len;			/* 0: to end of file */
+	u32 type;			/* POHMEL_LOCK_RD/WR/UN */
+	u32 flags;			/* POHMEL_LOCK_* */
+	u32 pid;
+};
+
+/* Walks the entries of one READDIR reply. */
+struct pohmel_dir_iter {
+	void *req;			/* opaque */
+	const u8 *p;
+	const u8 *end;
+	u32 left;
+	bool eof;
+};
+
+struct pohmel_dirent_info {
+	struct pohmel_fattr attr;
+	u64 cookie;
+	const char *name;
+	u32 namelen;
+};
+
+int pohmel_rpc_ping(struct pohmel_conn *c);
+int pohmel_rpc_getattr(struct pohmel_conn *c, const struct pohmel_foid *oid,
+		       struct pohmel_fattr *fa);
+int pohmel_rpc_lookup(struct pohmel_conn *c, const struct pohmel_foid *dir,
+		      const char *name, u32 len, struct pohmel_fattr *fa);
+int pohmel_rpc_setattr(struct pohmel_conn *c, const struct pohmel_foid *oid,
+		       const struct pohmel_sattr *sa, struct pohmel_fattr *fa);
+int pohmel_rpc_create(struct pohmel_conn *c, u16 op,
+		      const struct pohmel_foid *dir, const char *name, u32 len,
+		      u32 mode, u32 rdev, u32 flags, const char *target,
+		      u32 tlen, struct pohmel_fattr *obj,
+		      struct pohmel_fattr *pdir);
+int pohmel_rpc_link(struct pohmel_conn *c, const struct pohmel_foid *obj,
+		    const struct pohmel_foid *dir, const char *name, u32 len,
+		    struct pohmel_fattr *fobj, struct pohmel_fattr *fdir);
+int pohmel_rpc_remove(struct pohmel_conn *c, u16 op,
+		      const struct pohmel_foid *dir, const char *name, u32 len,
+		      struct pohmel_fattr *fdir);
+int pohmel_rpc_rename(struct pohmel_conn *c, const struct pohmel_foid *odir,
+		      const char *oname, u32 olen,
+		      const struct pohmel_foid *ndir, const char *nname,
+		      u32 nlen, u32 flags, struct pohmel_fattr *fobj,
+		      struct pohmel_fattr *fdir);
+int pohmel_rpc_readlink(struct pohmel_conn *c, const struct pohmel_foid *oid,
+			char **target);
+int pohmel_rpc_open(struct pohmel_conn *c, const struct pohmel_foid *oid,
+		    u32 flags, u64 *handle, struct pohmel_fattr *fa);
+int pohmel_rpc_close(struct pohmel_conn *c, const struct pohmel_foid *oid,
+		     u64 handle);
+ssize_t pohmel_rpc_read(struct pohmel_conn *c, const struct pohmel_foid *oid,
+			u64 handle, u64 off, u32 count, struct iov_iter *to,
+			struct pohmel_fattr *fa);
+ssize_t pohmel_rpc_write(struct pohmel_conn *c, const struct pohmel_foid *oid,
+			 u64 handle, u64 off, u32 count, u32 flags,
+			 struct iov_iter *from, struct pohmel_fattr *fa);
+int pohmel_rpc_fsync(struct pohmel_conn *c, const struct pohmel_foid *oid,
+		     u64 handle, u32 flags, struct pohmel_fattr *fa);
+int pohmel_rpc_statfs(struct pohmel_conn *c, const struct pohmel_foid *oid,
+		      struct pohmel_fstatfs *st);
+int pohmel_rpc_readdir(struct pohmel_conn *c, const struct pohmel_foid *dir,
+		       u64 cookie, u32 maxbytes, struct pohmel_dir_iter *it,
+		       struct pohmel_fattr *fdir);
+int pohmel_dir_next(struct pohmel_dir_iter *it, struct pohmel_dirent_info *e);
+void pohmel_dir_iter_end(struct pohmel_dir_iter *it);
+ssize_t pohmel_rpc_getxattr(struct pohmel_conn *c, u16 op,
+			    const struct pohmel_foid *oid, const char *name,
+			    void *buf, size_t size);
+int pohmel_rpc_setxattr(struct pohmel_conn *c, const struct pohmel_foid *oid,
+			const char *name, const void *value, size_t size,
+			u32 flags);
+int pohmel_rpc_lock(struct pohmel_conn *c, const struct pohmel_foid *oid,
+		    struct pohmel_flock *fl);
+int pohmel_rpc_bye(struct pohmel_conn *c);
+void pohmel_decode_attr(const void *wire, struct pohmel_fattr *fa);
+
+#endif /* POHMEL_RPC_H */

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stats.c - per-mount counters, in /proc/self/mountstats:
+ *   device 127.0.0.1:/ mounted on /mnt with fstype pohmel <counters>
+ */
+#include <linux/seq_file.h>
+
+#include "pohmel.h"
+
+static const char * const op_names[POHMEL_OP_MAX] = {
+	[POHMEL_OP_HELLO] = "hello",	[POHMEL_OP_AUTH] = "auth",
+	[POHMEL_OP_PING] = "ping",	[POHMEL_OP_LOOKUP] = "lookup",
+	[POHMEL_OP_GETATTR] = "getattr", [POHMEL_OP_SETATTR] = "setattr",
+	[POHMEL_OP_READDIR] = "readdir", [POHMEL_OP_CREATE] = "create",
+	[POHMEL_OP_MKDIR] = "mkdir",	[POHMEL_OP_MKNOD] = "mknod",
+	[POHMEL_OP_SYMLINK] = "symlink", [POHMEL_OP_READLINK] = "readlink",
+	[POHMEL_OP_LINK] = "link",	[POHMEL_OP_UNLINK] = "unlink",
+	[POHMEL_OP_RMDIR] = "rmdir",	[POHMEL_OP_RENAME] = "rename",
+	[POHMEL_OP_OPEN] = "open",	[POHMEL_OP_CLOSE] = "close",
+	[POHMEL_OP_READ] = "read",	[POHMEL_OP_WRITE] = "write",
+	[POHMEL_OP_FSYNC] = "fsync",	[POHMEL_OP_STATFS] = "statfs",
+	[POHMEL_OP_GETXATTR] = "getxattr", [POHMEL_OP_SETXATTR] = "setxattr",
+	[POHMEL_OP_LISTXATTR] = "listxattr",
+	[POHMEL_OP_REMOVEXATTR] = "removexattr",
+	[POHMEL_OP_LOCK] = "lock",	[POHMEL_OP_BATCH] = "batch",
+	[POHMEL_OP_RECALL] = "recall",	[POHMEL_OP_RECALL_ACK] = "recall_ack",
+	[POHMEL_OP_BYE] = "bye",	[POHMEL_OP_STATS] = "stats",
+};
+
+#define S(name, v) seq_printf(m, "\t" name ": %lld\n", (long long)atomic64_read(v))
+
+int pohmel_show_stats(struct seq_file *m, struct dentry *root)
+{
+	struct pohmel_sb_info *sbi = POHMEL_SB(root->d_sb);
+	struct pohmel_conn_stats *cs = &sbi->conn.stats;
+	struct pohmel_vfs_stats *vs = &sbi->stats;
+	int i;
+
+	seq_printf(m, "\n\tproto: %u.%u features: %#llx max_msg: %u connected: %d\n",
+		   POHMEL_PROTO_MAJOR, POHMEL_PROTO_MINOR,
+		   sbi->conn.sess.features, sbi->conn.sess.max_msg,
+		   READ_ONCE(sbi->conn.up));
+	S("round_trips", &cs->round_trips);
+	S("bytes_sent", &cs->bytes_sent);
+	S("bytes_recv", &cs->bytes_recv);
+	S("reconnects", &cs->reconnects);
+	S("replays", &cs->replays);
+	S("timeouts", &cs->timeouts);
+	S("proto_errors", &cs->proto_errors);
+	S("recalls", &cs->recalls);
+	S("attr_cache_hits", &vs->attr_hits);
+	S("attr_cache_misses", &vs->attr_misses);
+	S("dentry_cache_hits", &vs->dentry_hits);
+	S("dentry_cache_misses", &vs->dentry_misses);
+	S("page_cache_invalidations", &vs->page_invalidations);
+	S("bytes_read_cached", &vs->bytes_read);
+	S("bytes_written_cached", &vs->bytes_written);
+	S("bytes_read_direct", &vs->direct_read);
+	S("bytes_written_direct", &vs->direct_written);
+	seq_puts(m, "\tops:");
+	for (i = 1; i < POHMEL_OP_MAX; i++)
+		if (op_names[i])
+			seq_printf(m, " %s=%lld", op_names[i],
+				   (long long)atomic64_read(&cs->ops[i]));
+	seq_putc(m, '\n');
+	return 0;
+}

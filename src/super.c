@@ -1,0 +1,409 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * super.c - mount options (fs_context), superblock set-up from the AUTH
+ * reply's root attributes, statfs, show_options, unmount.
+ *
+ *   mount -t pohmel ADDR:/[PATH] MNT -o port=N,key=HEX,soft|hard,timeo=S,
+ *                                      cache=strict|none,rsize=B,wsize=B
+ */
+#include <linux/backing-dev.h>
+#include <linux/fs_context.h>
+#include <linux/fs_parser.h>
+#include <linux/kernel.h>
+#include <linux/inet.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/statfs.h>
+#include <linux/string.h>
+
+#include "pohmel.h"
+
+enum { Opt_port, Opt_key, Opt_keyfile, Opt_soft, Opt_hard, Opt_timeo,
+       Opt_cache, Opt_rsize, Opt_wsize };
+enum { Cache_strict, Cache_none };
+
+static const struct constant_table pohmel_cache_modes[] = {
+	{ "strict",	Cache_strict },
+	{ "none",	Cache_none },
+	{}
+};
+
+static const struct fs_parameter_spec pohmel_params[] = {
+	fsparam_u32	("port",	Opt_port),
+	fsparam_string	("key",		Opt_key),
+	fsparam_string	("keyfile",	Opt_keyfile),
+	fsparam_flag	("soft",	Opt_soft),
+	fsparam_flag	("hard",	Opt_hard),
+	fsparam_u32	("timeo",	Opt_timeo),
+	fsparam_enum	("cache",	Opt_cache, pohmel_cache_modes),
+	fsparam_u32	("rsize",	Opt_rsize),
+	fsparam_u32	("wsize",	Opt_wsize),
+	{}
+};
+
+static int parse_key(struct fs_context *fc, struct pohmel_mount_opts *o,
+		     const char *hex)
+{
+	size_t n = strlen(hex);
+
+	if (n < 2 * POHMEL_KEY_MIN || n > 2 * POHMEL_KEY_MAX || n % 2 ||
+	    hex2bin(o->key, hex, n / 2))
+		return invalf(fc, "pohmel: key= wants %d..%d hexadecimal digits (an even number)",
+			      2 * POHMEL_KEY_MIN, 2 * POHMEL_KEY_MAX);
+	o->keylen = n / 2;
+	return 0;
+}
+
+static int pohmel_parse_param(struct fs_context *fc,
+			      struct fs_parameter *param)
+{
+	struct pohmel_sb_info *sbi = fc->s_fs_info;
+	struct pohmel_mount_opts *o = &sbi->opts;
+	struct fs_parse_result r;
+	int opt;
+
+	if (!sbi)	/* remount: connection parameters stay as they are */
+		return 0;
+	opt = fs_parse(fc, pohmel_params, param, &r);
+	if (opt < 0)
+		return opt;
+	switch (opt) {
+	case Opt_port:
+		if (!r.uint_32 || r.uint_32 > 65535)
+			return invalf(fc, "pohmel: port=%u is not a TCP port (1..65535)",
+				      r.uint_32);
+		o->port = r.uint_32;
+		break;
+	case Opt_key:
+		return parse_key(fc, o, param->string);
+	case Opt_keyfile:
+		o->keyfile = true;
+		break;
+	case Opt_soft:
+		o->soft = true;
+		break;
+	case Opt_hard:
+		o->soft = false;
+		break;
+	case Opt_timeo:
+		if (!r.uint_32 || r.uint_32 > 24 * 3600)
+			return invalf(fc, "pohmel: timeo=%u must be 1..86400 seconds",
+				      r.uint_32);
+		o->timeo = r.uint_32;
+		break;
+	case Opt_cache:
+		o->cache_none = r.uint_32 == Cache_none;
+		break;
+	case Opt_rsize:
+	case Opt_wsize:
+		if (r.uint_32 < PAGE_SIZE || r.uint_32 > POHMEL_MAX_DATA)
+			return invalf(fc, "pohmel: %s=%u must be %lu..%u bytes",
+				      param->key, r.uint_32, PAGE_SIZE,
+				      POHMEL_MAX_DATA);
+		if (opt == Opt_rsize)
+			o->rsize = rounddown(r.uint_32, PAGE_SIZE);
+		else
+			o->wsize = rounddown(r.uint_32, PAGE_SIZE);
+		break;
+	default:
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* "1.2.3.4:/path" or "[::1]:/path" */
+static int parse_source(struct fs_context *fc, struct pohmel_mount_opts *o)
+{
+	const char *src = fc->source, *host, *end, *colon;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&o->addr;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&o->addr;
+	size_t hlen;
+
+	if (!src)
+		return invalf(fc, "pohmel: no source: mount -t pohmel ADDR:/ DIR");
+	if (src[0] == '[') {
+		host = src + 1;
+		end = strchr(host, ']');
+		if (!end || end[1] != ':')
+			goto bad;
+		colon = end + 1;
+	} else {
+		host = src;
+		colon = strchr(src, ':');
+		if (!colon)
+			goto bad;
+		end = colon;
+	}
+	hlen = end - host;
+	if (colon[1] != '/')
+		goto bad;
+	memset(&o->addr, 0, sizeof(o->addr));
+	if (in4_pton(host, hlen, (u8 *)&sin->sin_addr.s_addr, -1, NULL) &&
+	    src[0] != '[') {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(o->port);
+		o->addrlen = sizeof(*sin);
+	} else if (in6_pton(host, hlen, sin6->sin6_addr.s6_addr, -1, NULL)) {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(o->port);
+		o->addrlen = sizeof(*sin6);
+	} else {
+		goto bad;
+	}
+	o->path = kstrdup(colon + 1, GFP_KERNEL);
+	return o->path ? 0 : -ENOMEM;
+bad:
+	return invalf(fc, "pohmel: source '%s' is not ADDR:/PATH with an IPv4 or [IPv6] literal (mount.pohmel resolves names)",
+		      src);
+}
+
+static const char *connect_hint(int err)
+{
+	switch (err) {
+	case -ECONNREFUSED:
+		return "connection refused: is pohmeld running and listening on that port (port=)?";
+	case -EHOSTUNREACH:
+	case -ENETUNREACH:
+		return "server unreachable: check the address and the network";
+	case -ETIMEDOUT:
+		return "no answer in time: check the address, port= and firewalls";
+	case -EACCES:
+		return "authentication refused: client and server must use the same key (key=, or keyfile= through mount.pohmel)";
+	case -EPROTONOSUPPORT:
+	case -EPROTO:
+		return "not a compatible pohmeld at that address and port";
+	default:
+		return "could not connect";
+	}
+}
+
+/* Walk a non-root export path component by component. */
+static int walk_path(struct pohmel_sb_info *sbi, struct pohmel_fattr *fa)
+{
+	char *p = sbi->opts.path, *comp;
+	int err;
+
+	while ((comp = strsep(&p, "/"))) {
+		if (!*comp || !strcmp(comp, "."))
+			continue;
+		if (!S_ISDIR(fa->mode))
+			return -ENOTDIR;
+		err = pohmel_rpc_lookup(&sbi->conn, &fa->oid, comp,
+					strlen(comp), fa);
+		if (err)
+			return err;
+	}
+	return S_ISDIR(fa->mode) ? 0 : -ENOTDIR;
+}
+
+static int pohmel_statfs(struct dentry *dentry, struct kstatfs *buf)
+{
+	struct pohmel_sb_info *sbi = POHMEL_SB(dentry->d_sb);
+	struct pohmel_fstatfs st;
+	int err;
+
+	err = pohmel_rpc_statfs(&sbi->conn, &POHMEL_I(d_inode(dentry))->oid,
+				&st);
+	if (err)
+		return err;
+	buf->f_type = POHMEL_SUPER_MAGIC;
+	buf->f_bsize = st.bsize;
+	buf->f_frsize = st.bsize;
+	buf->f_blocks = st.blocks;
+	buf->f_bfree = st.bfree;
+	buf->f_bavail = st.bavail;
+	buf->f_files = st.files;
+	buf->f_ffree = st.ffree;
+	buf->f_namelen = min_t(u32, st.namelen, POHMEL_NAME_MAX);
+	return 0;
+}
+
+static int pohmel_show_options(struct seq_file *m, struct dentry *root)
+{
+	struct pohmel_sb_info *sbi = POHMEL_SB(root->d_sb);
+	struct pohmel_mount_opts *o = &sbi->opts;
+
+	/* the key is never shown */
+	seq_printf(m, ",port=%u,%s,timeo=%u,cache=%s,rsize=%u,wsize=%u",
+		   o->port, o->soft ? "soft" : "hard", o->timeo,
+		   o->cache_none ? "none" : "strict", sbi->rsize, sbi->wsize);
+	if (o->keylen)
+		seq_puts(m, ",auth");
+	return 0;
+}
+
+static const struct super_operations pohmel_sops = {
+	.alloc_inode	= pohmel_alloc_inode,
+	.free_inode	= pohmel_free_inode,
+	.evict_inode	= pohmel_evict_inode,
+	.statfs		= pohmel_statfs,
+	.show_options	= pohmel_show_options,
+	.show_stats	= pohmel_show_stats,
+};
+
+static void pohmel_recall(void *priv, const struct pohmel_recall *rec)
+{
+	/*
+	 * Coherence hook: without POHMEL_FEAT_GRANTS nothing is granted,
+	 * so nothing is cached beyond the revalidation timeouts; the conn
+	 * layer acknowledges after this returns.
+	 */
+	pr_debug("recall of %llu to %u\n", be64_to_cpu(rec->oid.id),
+		 be32_to_cpu(rec->to));
+}
+
+static const struct pohmel_conn_ops pohmel_conn_ops = {
+	.recall = pohmel_recall,
+};
+
+static int pohmel_fill_super(struct super_block *sb, struct fs_context *fc)
+{
+	struct pohmel_sb_info *sbi = sb->s_fs_info;
+	struct pohmel_mount_opts *o = &sbi->opts;
+	struct pohmel_conn *c = &sbi->conn;
+	struct pohmel_fattr fa;
+	struct inode *root;
+	int err;
+
+	sb->s_magic = POHMEL_SUPER_MAGIC;
+	sb->s_op = &pohmel_sops;
+	sb->s_xattr = pohmel_xattr_handlers;
+	sb->s_maxbytes = MAX_LFS_FILESIZE;
+	sb->s_blocksize = PAGE_SIZE;
+	sb->s_blocksize_bits = PAGE_SHIFT;
+	sb->s_time_gran = 1;
+	sb->s_time_min = S64_MIN;
+	sb->s_time_max = S64_MAX;
+	set_default_d_op(sb, &pohmel_dops);
+	err = super_setup_bdi(sb);
+	if (err)
+		return err;
+
+	memcpy(&c->addr, &o->addr, sizeof(c->addr));
+	c->addrlen = o->addrlen;
+	c->soft = o->soft;
+	c->timeo = (unsigned long)o->timeo * HZ;
+	memcpy(c->sess.key, o->key, o->keylen);
+	c->sess.keylen = o->keylen;
+	c->ops = &pohmel_conn_ops;
+	c->priv = sbi;
+	err = pohmel_conn_start(c);
+	if (err) {
+		pr_err("mount %s: %pISpc: %s (error %d)\n", fc->source,
+		       &o->addr, connect_hint(err), err);
+		return err;
+	}
+	sbi->rsize = min_t(u32, o->rsize, c->sess.max_msg - 4096);
+	sbi->wsize = min_t(u32, o->wsize, c->sess.max_msg - 4096);
+	sbi->rsize = rounddown(sbi->rsize, PAGE_SIZE);
+	sbi->wsize = rounddown(sbi->wsize, PAGE_SIZE);
+	sb->s_bdi->ra_pages = max_t(unsigned long, sb->s_bdi->ra_pages,
+				    2 * sbi->rsize / PAGE_SIZE);
+	sb->s_bdi->io_pages = sbi->rsize / PAGE_SIZE;
+
+	pohmel_decode_attr(c->sess.root_attr, &fa);
+	err = walk_path(sbi, &fa);
+	if (err) {
+		pr_err("mount %s: export path %s: error %d\n", fc->source,
+		       o->path, err);
+		return err;
+	}
+	sbi->root = fa.oid;
+	root = pohmel_iget(sb, &fa);
+	if (IS_ERR(root))
+		return PTR_ERR(root);
+	sb->s_root = d_make_root(root);
+	if (!sb->s_root)
+		return -ENOMEM;
+	return 0;
+}
+
+static int pohmel_get_tree(struct fs_context *fc)
+{
+	struct pohmel_sb_info *sbi = fc->s_fs_info;
+	int err;
+
+	if (sbi->opts.keyfile && !sbi->opts.keylen)
+		return invalf(fc, "pohmel: keyfile= is read by mount.pohmel; the kernel needs key=HEX");
+	err = parse_source(fc, &sbi->opts);
+	if (err)
+		return err;
+	sbi->attr_timeo = sbi->opts.cache_none ? 0 : POHMEL_ATTR_TIMEO;
+	return get_tree_nodev(fc, pohmel_fill_super);
+}
+
+static void pohmel_free_sbi(struct pohmel_sb_info *sbi)
+{
+	if (!sbi)
+		return;
+	kfree(sbi->opts.path);
+	memzero_explicit(sbi->opts.key, sizeof(sbi->opts.key));
+	memzero_explicit(sbi->conn.sess.key, sizeof(sbi->conn.sess.key));
+	kfree(sbi);
+}
+
+static void pohmel_free_fc(struct fs_context *fc)
+{
+	pohmel_free_sbi(fc->s_fs_info);
+}
+
+static int pohmel_reconfigure(struct fs_context *fc)
+{
+	/* the connection parameters are fixed at mount time */
+	sync_filesystem(fc->root->d_sb);
+	return 0;
+}
+
+static const struct fs_context_operations pohmel_context_ops = {
+	.parse_param	= pohmel_parse_param,
+	.get_tree	= pohmel_get_tree,
+	.reconfigure	= pohmel_reconfigure,
+	.free		= pohmel_free_fc,
+};
+
+static int pohmel_init_fs_context(struct fs_context *fc)
+{
+	struct pohmel_sb_info *sbi;
+
+	if (fc->purpose == FS_CONTEXT_FOR_RECONFIGURE) {
+		fc->ops = &pohmel_context_ops;
+		return 0;
+	}
+	sbi = kzalloc(sizeof(*sbi), GFP_KERNEL);
+	if (!sbi)
+		return -ENOMEM;
+	pohmel_conn_init(&sbi->conn);
+	sbi->opts.port = POHMEL_DEFAULT_PORT;
+	sbi->opts.timeo = 60;
+	sbi->opts.rsize = POHMEL_MAX_DATA;
+	sbi->opts.wsize = POHMEL_MAX_DATA;
+	fc->s_fs_info = sbi;
+	fc->ops = &pohmel_context_ops;
+	return 0;
+}
+
+static void pohmel_kill_sb(struct super_block *sb)
+{
+	struct pohmel_sb_info *sbi = sb->s_fs_info;
+	struct pohmel_conn *c = &sbi->conn;
+
+	kill_anon_super(sb);
+	/* say goodbye if the server is there, but never wait for long */
+	if (READ_ONCE(c->up)) {
+		c->soft = true;
+		c->timeo = 2 * HZ;
+		pohmel_rpc_bye(c);
+	}
+	pohmel_conn_stop(c);
+	pohmel_free_sbi(sbi);
+}
+
+struct file_system_type pohmel_fs_type = {
+	.owner			= THIS_MODULE,
+	.name			= "pohmel",
+	.init_fs_context	= pohmel_init_fs_context,
+	.parameters		= pohmel_params,
+	.kill_sb		= pohmel_kill_sb,
+};

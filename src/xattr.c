@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * xattr.c - extended attributes forwarded to the server by full name
+ * ("user.x", "trusted.y", "security.z"). POSIX ACLs are enforced by the
+ * server (it runs each request with the caller's credentials).
+ */
+#include <linux/xattr.h>
+
+#include "pohmel.h"
+
+static int pohmel_xattr_get(const struct xattr_handler *handler,
+			    struct dentry *dentry, struct inode *inode,
+			    const char *name, void *buf, size_t size)
+{
+	const char *full = xattr_full_name(handler, name);
+
+	return pohmel_rpc_getxattr(pohmel_conn(inode), POHMEL_OP_GETXATTR,
+				   &POHMEL_I(inode)->oid, full, buf, size);
+}
+
+static int pohmel_xattr_set(const struct xattr_handler *handler,
+			    POHMEL_IDMAP_PARAM struct dentry *dentry,
+			    struct inode *inode, const char *name,
+			    const void *value, size_t size, int flags)
+{
+	const char *full = xattr_full_name(handler, name);
+	u32 wflags = 0;
+	int err;
+
+	if (flags & XATTR_CREATE)
+		wflags |= POHMEL_XATTR_CREATE;
+	if (flags & XATTR_REPLACE)
+		wflags |= POHMEL_XATTR_REPLACE;
+	/* value NULL means remove; an empty value is still a value */
+	if (!value && size == 0)
+		value = NULL;
+	else if (!value)
+		return -EINVAL;
+	err = pohmel_rpc_setxattr(pohmel_conn(inode), &POHMEL_I(inode)->oid,
+				  full, value ? value : NULL, size, wflags);
+	if (!err)
+		pohmel_invalidate_attrs(inode);	/* ctime moved */
+	return err;
+}
+
+ssize_t pohmel_listxattr(struct dentry *dentry, char *buf, size_t size)
+{
+	struct inode *inode = d_inode(dentry);
+
+	return pohmel_rpc_getxattr(pohmel_conn(inode), POHMEL_OP_LISTXATTR,
+				   &POHMEL_I(inode)->oid, NULL, buf, size);
+}
+
+static const struct xattr_handler pohmel_user_xattr = {
+	.prefix	= XATTR_USER_PREFIX,
+	.get	= pohmel_xattr_get,
+	.set	= pohmel_xattr_set,
+};
+
+static const struct xattr_handler pohmel_trusted_xattr = {
+	.prefix	= XATTR_TRUSTED_PREFIX,
+	.get	= pohmel_xattr_get,
+	.set	= pohmel_xattr_set,
+};
+
+static const struct xattr_handler pohmel_security_xattr = {
+	.prefix	= XATTR_SECURITY_PREFIX,
+	.get	= pohmel_xattr_get,
+	.set	= pohmel_xattr_set,
+};
+
+const struct xattr_handler *pohmel_xattr_handlers[] = {
+	&pohmel_user_xattr,
+	&pohmel_trusted_xattr,
+	&pohmel_security_xattr,
+	NULL
+};
