@@ -1,0 +1,906 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libpohmel.c - userspace POHMELFS client library; what the pohmel tool
+ * and the host tests use to talk to pohmeld.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "libpohmel.h"
+#include "../pohmeld.h"
+
+int pc_init(struct pc *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+	c->max_msg = POHMEL_MAX_MSG;
+	c->sbuf = malloc(POHMEL_MAX_MSG);
+	c->rbuf = malloc(POHMEL_MAX_MSG);
+	if (!c->sbuf || !c->rbuf) {
+		free(c->sbuf);
+		free(c->rbuf);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void pc_disconnect(struct pc *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	free(c->sbuf);
+	free(c->rbuf);
+	c->sbuf = c->rbuf = NULL;
+}
+
+int pc_load_key(struct pc *c, const char *path)
+{
+	return key_file_load(path, c->key, &c->keylen, c->err,
+			     sizeof(c->err)) ? -EINVAL : 0;
+}
+
+int pc_connect_fd(struct pc *c, int fd)
+{
+	int one = 1;
+
+	c->fd = fd;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return 0;
+}
+
+int pc_connect(struct pc *c, const char *host, int port)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
+	char ps[16];
+	int fd = -1, err;
+
+	snprintf(ps, sizeof(ps), "%d", port);
+	err = getaddrinfo(host, ps, &hints, &res);
+	if (err) {
+		snprintf(c->err, sizeof(c->err), "%s: %s", host,
+			 gai_strerror(err));
+		return -EHOSTUNREACH;
+	}
+	for (ai = res; ai; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			continue;
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+			break;
+		err = errno;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd < 0) {
+		snprintf(c->err, sizeof(c->err), "%s:%d: %s", host, port,
+			 strerror(err ? err : ECONNREFUSED));
+		return -(err ? err : ECONNREFUSED);
+	}
+	return pc_connect_fd(c, fd);
+}
+
+bool pc_op_has_seq(uint16_t op)
+{
+	switch (op) {
+	case POHMEL_OP_CREATE: case POHMEL_OP_MKDIR: case POHMEL_OP_MKNOD:
+	case POHMEL_OP_SYMLINK: case POHMEL_OP_LINK: case POHMEL_OP_UNLINK:
+	case POHMEL_OP_RMDIR: case POHMEL_OP_RENAME: case POHMEL_OP_SETATTR:
+	case POHMEL_OP_WRITE: case POHMEL_OP_SETXATTR:
+	case POHMEL_OP_REMOVEXATTR: case POHMEL_OP_LOCK:
+		return true;
+	}
+	return false;
+}
+
+int pc_send_raw(struct pc *c, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			snprintf(c->err, sizeof(c->err), "send: %s",
+				 strerror(errno));
+			return -EPIPE;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int pc_send(struct pc *c, uint16_t op, uint32_t tag, uint64_t seq,
+	    const void *body, uint32_t blen)
+{
+	uint32_t g = c->ngroups ? pohmel_groups_size(c->ngroups) : 0, i;
+	struct whdr h = {
+		.len = g + blen, .op = op, .tag = tag, .seq = seq,
+		.uid = c->uid, .gid = c->gid,
+		.flags = c->ngroups ? POHMEL_HF_GROUPS : 0,
+	};
+	uint8_t *p = c->sbuf;
+
+	if ((uint64_t)POHMEL_HDR_SIZE + g + blen > POHMEL_MAX_MSG)
+		return -EMSGSIZE;
+	whdr_put(p, &h);
+	if (g) {
+		memset(p + POHMEL_HDR_SIZE, 0, g);
+		put32(p + POHMEL_HDR_SIZE, c->ngroups);
+		for (i = 0; i < c->ngroups; i++)
+			put32(p + POHMEL_HDR_SIZE + 4 + 4 * i, c->groups[i]);
+	}
+	if (blen && body != p + POHMEL_HDR_SIZE + g)
+		memmove(p + POHMEL_HDR_SIZE + g, body, blen);
+	return pc_send_raw(c, p, POHMEL_HDR_SIZE + g + blen);
+}
+
+static int read_full(struct pc *c, uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t r = read(c->fd, p, n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			snprintf(c->err, sizeof(c->err), "%s",
+				 r ? strerror(errno) : "connection closed");
+			return -ECONNRESET;
+		}
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+/* One message; payload beyond cap is read and dropped. */
+int pc_recv(struct pc *c, struct whdr *h, uint8_t *payload, uint32_t cap)
+{
+	uint8_t hb[POHMEL_HDR_SIZE];
+	int err;
+
+	err = read_full(c, hb, sizeof(hb));
+	if (err)
+		return err;
+	whdr_get(hb, h);
+	if (h->len > POHMEL_MAX_MSG) {
+		snprintf(c->err, sizeof(c->err), "reply too long (%u)",
+			 h->len);
+		return -EPROTO;
+	}
+	if (h->len <= cap)
+		return read_full(c, payload, h->len);
+	err = read_full(c, c->rbuf, h->len);
+	if (!err && cap)
+		memcpy(payload, c->rbuf, cap);
+	return err;
+}
+
+int pc_call_seq(struct pc *c, uint16_t op, uint64_t seq, const void *body,
+		uint32_t blen, uint8_t *rep, uint32_t cap, uint32_t *rlen)
+{
+	uint32_t tag;
+	struct whdr h;
+	int err;
+
+	if (++c->tag == 0)
+		c->tag = 1;
+	tag = c->tag;
+	err = pc_send(c, op, tag, seq, body, blen);
+	if (err)
+		return err;
+	do {
+		err = pc_recv(c, &h, rep, cap);
+		if (err)
+			return err;
+	} while (h.tag != tag || h.flags & POHMEL_HF_SERVER);
+	if (!(h.flags & POHMEL_HF_REPLY) || h.op != op) {
+		snprintf(c->err, sizeof(c->err), "reply does not match");
+		return -EPROTO;
+	}
+	if (h.status) {
+		if (h.len) {
+			snprintf(c->err, sizeof(c->err),
+				 "error reply with a body");
+			return -EPROTO;
+		}
+		return (int)h.status;
+	}
+	if (h.len > cap) {
+		snprintf(c->err, sizeof(c->err), "reply larger than expected");
+		return -EPROTO;
+	}
+	if (rlen)
+		*rlen = h.len;
+	return 0;
+}
+
+int pc_call(struct pc *c, uint16_t op, const void *body, uint32_t blen,
+	    uint8_t *rep, uint32_t cap, uint32_t *rlen)
+{
+	uint64_t seq = pc_op_has_seq(op) ? ++c->seq : 0;
+
+	return pc_call_seq(c, op, seq, body, blen, rep, cap, rlen);
+}
+
+/* ---- encoders ---- */
+
+uint32_t pc_enc_oid(uint8_t *b, const struct woid *o)
+{
+	woid_put(b, o);
+	return POHMEL_OID_SIZE;
+}
+
+uint32_t pc_enc_name_req(uint8_t *b, const struct woid *dir,
+			 const char *name, uint32_t nl)
+{
+	memset(b, 0, POHMEL_NAME_REQ_SIZE);
+	woid_put(b, dir);
+	put16(b + 16, (uint16_t)nl);
+	memcpy(b + POHMEL_NAME_REQ_SIZE, name, nl);
+	return POHMEL_NAME_REQ_SIZE + nl;
+}
+
+uint32_t pc_enc_setattr(uint8_t *b, const struct woid *o, uint32_t valid,
+			uint32_t mode, uint32_t uid, uint32_t gid,
+			uint64_t size, const struct wtime *at,
+			const struct wtime *mt)
+{
+	static const struct wtime zero;
+
+	woid_put(b, o);
+	put32(b + 16, valid);
+	put32(b + 20, mode);
+	put32(b + 24, uid);
+	put32(b + 28, gid);
+	put64(b + 32, size);
+	wtime_put(b + 40, at ? at : &zero);
+	wtime_put(b + 56, mt ? mt : &zero);
+	return POHMEL_SETATTR_SIZE;
+}
+
+uint32_t pc_enc_readdir(uint8_t *b, const struct woid *dir, uint64_t cookie,
+			uint32_t maxbytes)
+{
+	woid_put(b, dir);
+	put64(b + 16, cookie);
+	put32(b + 24, maxbytes);
+	put32(b + 28, 0);
+	return POHMEL_READDIR_SIZE;
+}
+
+uint32_t pc_enc_create(uint8_t *b, const struct woid *dir, uint32_t mode,
+		       uint32_t rdev, uint32_t flags, uint32_t uid,
+		       uint32_t gid, const char *name, uint32_t nl,
+		       const char *tgt, uint32_t tl)
+{
+	woid_put(b, dir);
+	put32(b + 16, mode);
+	put32(b + 20, rdev);
+	put32(b + 24, flags);
+	put32(b + 28, uid);
+	put32(b + 32, gid);
+	put16(b + 36, (uint16_t)nl);
+	put16(b + 38, (uint16_t)tl);
+	memcpy(b + POHMEL_CREATE_SIZE, name, nl);
+	if (tl)
+		memcpy(b + POHMEL_CREATE_SIZE + nl, tgt, tl);
+	return POHMEL_CREATE_SIZE + nl + tl;
+}
+
+uint32_t pc_enc_link(uint8_t *b, const struct woid *obj,
+		     const struct woid *dir, const char *name, uint32_t nl)
+{
+	memset(b, 0, POHMEL_LINK_SIZE);
+	woid_put(b, obj);
+	woid_put(b + 16, dir);
+	put16(b + 32, (uint16_t)nl);
+	memcpy(b + POHMEL_LINK_SIZE, name, nl);
+	return POHMEL_LINK_SIZE + nl;
+}
+
+uint32_t pc_enc_rename(uint8_t *b, const struct woid *od, const char *on,
+		       uint32_t onl, const struct woid *nd, const char *nn,
+		       uint32_t nnl, uint32_t flags)
+{
+	woid_put(b, od);
+	woid_put(b + 16, nd);
+	put32(b + 32, flags);
+	put16(b + 36, (uint16_t)onl);
+	put16(b + 38, (uint16_t)nnl);
+	memcpy(b + POHMEL_RENAME_SIZE, on, onl);
+	memcpy(b + POHMEL_RENAME_SIZE + onl, nn, nnl);
+	return POHMEL_RENAME_SIZE + onl + nnl;
+}
+
+uint32_t pc_enc_open(uint8_t *b, const struct woid *o, uint32_t flags)
+{
+	woid_put(b, o);
+	put32(b + 16, flags);
+	put32(b + 20, 0);
+	return POHMEL_OPEN_SIZE;
+}
+
+uint32_t pc_enc_handle(uint8_t *b, const struct woid *o, uint64_t handle)
+{
+	woid_put(b, o);
+	put64(b + 16, handle);
+	return POHMEL_HANDLE_REQ_SIZE;
+}
+
+uint32_t pc_enc_io(uint8_t *b, const struct woid *o, uint64_t handle,
+		   uint64_t off, uint32_t count, uint32_t flags,
+		   const void *data)
+{
+	woid_put(b, o);
+	put64(b + 16, handle);
+	put64(b + 24, off);
+	put32(b + 32, count);
+	put32(b + 36, flags);
+	if (!data)
+		return POHMEL_IO_SIZE;
+	memcpy(b + POHMEL_IO_SIZE, data, count);
+	return POHMEL_IO_SIZE + count;
+}
+
+uint32_t pc_enc_fsync(uint8_t *b, const struct woid *o, uint64_t handle,
+		      uint32_t flags)
+{
+	woid_put(b, o);
+	put64(b + 16, handle);
+	put32(b + 24, flags);
+	put32(b + 28, 0);
+	return POHMEL_FSYNC_SIZE;
+}
+
+uint32_t pc_enc_xattr(uint8_t *b, const struct woid *o, uint32_t flags,
+		      uint32_t valuelen, const char *name, uint32_t nl,
+		      const void *val, uint32_t vl)
+{
+	memset(b, 0, POHMEL_XATTR_SIZE);
+	woid_put(b, o);
+	put32(b + 16, flags);
+	put32(b + 20, valuelen);
+	put16(b + 24, (uint16_t)nl);
+	memcpy(b + POHMEL_XATTR_SIZE, name, nl);
+	if (vl)
+		memcpy(b + POHMEL_XATTR_SIZE + nl, val, vl);
+	return POHMEL_XATTR_SIZE + nl + vl;
+}
+
+uint32_t pc_enc_lock(uint8_t *b, const struct woid *o, uint64_t owner,
+		     uint64_t start, uint64_t len, uint32_t type,
+		     uint32_t flags, uint32_t pid)
+{
+	woid_put(b, o);
+	put64(b + 16, owner);
+	put64(b + 24, start);
+	put64(b + 32, len);
+	put32(b + 40, type);
+	put32(b + 44, flags);
+	put32(b + 48, pid);
+	put32(b + 52, 0);
+	return POHMEL_LOCK_SIZE;
+}
+
+uint32_t pc_enc_hello(uint8_t *b, uint64_t features, uint32_t max_msg,
+		      const uint8_t uuid[16], uint64_t boot_gen,
+		      const uint8_t *nonce)
+{
+	memset(b, 0, POHMEL_HELLO_SIZE);
+	put32(b, POHMEL_MAGIC);
+	put16(b + 4, POHMEL_PROTO_MAJOR);
+	put16(b + 6, POHMEL_PROTO_MINOR);
+	put64(b + 8, features);
+	put32(b + 16, max_msg);
+	memcpy(b + 24, uuid, 16);
+	put64(b + 40, boot_gen);
+	memcpy(b + 48, nonce, POHMEL_NONCE_LEN);
+	return POHMEL_HELLO_SIZE;
+}
+
+/* ---- handshake ---- */
+
+int pc_handshake(struct pc *c)
+{
+	static const uint8_t zero16[16];
+	uint8_t b[POHMEL_HELLO_SIZE], r[POHMEL_HELLO_SIZE];
+	uint8_t nonce_c[POHMEL_NONCE_LEN], mac[POHMEL_MAC_LEN];
+	uint64_t want = c->want_features;
+	uint32_t rl;
+	int err;
+
+	if (!memcmp(c->uuid, zero16, 16) &&
+	    getrandom(c->uuid, 16, 0) != 16)
+		return -EIO;
+	if (!c->boot_gen)
+		c->boot_gen = 1;
+	if (getrandom(nonce_c, sizeof(nonce_c), 0) != sizeof(nonce_c))
+		return -EIO;
+	if (!want)
+		want = POHMEL_FEAT_BATCH | (c->keylen ? POHMEL_FEAT_AUTH : 0);
+	pc_enc_hello(b, want, c->max_msg, c->uuid, c->boot_gen, nonce_c);
+	err = pc_call_seq(c, POHMEL_OP_HELLO, 0, b, sizeof(b), r, sizeof(r),
+			  &rl);
+	if (err) {
+		if (err > 0)
+			snprintf(c->err, sizeof(c->err), "HELLO: %s",
+				 strerror(err));
+		return err;
+	}
+	if (rl != POHMEL_HELLO_SIZE || get32(r) != POHMEL_MAGIC) {
+		snprintf(c->err, sizeof(c->err), "bad HELLO reply");
+		return -EPROTO;
+	}
+	c->features = get64(r + 8);
+	c->max_msg = get32(r + 16);
+	c->server_boot = get64(r + 40);
+	if (c->keylen) {
+		if (!(c->features & POHMEL_FEAT_AUTH)) {
+			snprintf(c->err, sizeof(c->err),
+				 "server does not authenticate");
+			return EACCES;
+		}
+		auth_mac(c->key, c->keylen, "pohmel-s", nonce_c, r + 48,
+			 c->uuid, mac);
+		if (!auth_equal(mac, r + 80, POHMEL_MAC_LEN)) {
+			snprintf(c->err, sizeof(c->err),
+				 "server failed to prove the key");
+			return EACCES;
+		}
+		auth_mac(c->key, c->keylen, "pohmel-c", r + 48, nonce_c,
+			 c->uuid, mac);
+	} else {
+		memset(mac, 0, sizeof(mac));
+	}
+	err = pc_call_seq(c, POHMEL_OP_AUTH, c->seq, mac, sizeof(mac), r,
+			  POHMEL_ATTR_SIZE, &rl);
+	if (err) {
+		if (err > 0)
+			snprintf(c->err, sizeof(c->err), "AUTH: %s",
+				 strerror(err));
+		return err;
+	}
+	if (rl != POHMEL_ATTR_SIZE) {
+		snprintf(c->err, sizeof(c->err), "bad AUTH reply");
+		return -EPROTO;
+	}
+	wattr_get(r, &c->root);
+	return 0;
+}
+
+/* ---- typed calls ---- */
+
+static int call_attr(struct pc *c, uint16_t op, uint32_t blen,
+		     struct wattr *a)
+{
+	uint8_t r[POHMEL_ATTR_SIZE];
+	uint32_t rl;
+	int err = pc_call(c, op, c->sbuf + 1024, blen, r, sizeof(r), &rl);
+
+	if (err)
+		return err;
+	if (rl != POHMEL_ATTR_SIZE)
+		return -EPROTO;
+	if (a)
+		wattr_get(r, a);
+	return 0;
+}
+
+/* Bodies are built at sbuf + 1024; pc_send moves them behind the header
+ * (and a groups block, at most 136 bytes). */
+#define BODY(c) ((c)->sbuf + 1024)
+
+int pc_ping(struct pc *c)
+{
+	return pc_call(c, POHMEL_OP_PING, NULL, 0, NULL, 0, NULL);
+}
+
+int pc_stats(struct pc *c, char *buf, size_t cap)
+{
+	uint32_t rl;
+	int err = pc_call(c, POHMEL_OP_STATS, NULL, 0, (uint8_t *)buf,
+			  (uint32_t)cap - 1, &rl);
+
+	if (!err)
+		buf[rl] = 0;
+	return err;
+}
+
+int pc_bye(struct pc *c)
+{
+	return pc_call(c, POHMEL_OP_BYE, NULL, 0, NULL, 0, NULL);
+}
+
+int pc_lookup(struct pc *c, const struct woid *dir, const char *name,
+	      struct wattr *a)
+{
+	return call_attr(c, POHMEL_OP_LOOKUP,
+			 pc_enc_name_req(BODY(c), dir, name,
+					 (uint32_t)strlen(name)), a);
+}
+
+int pc_getattr(struct pc *c, const struct woid *o, struct wattr *a)
+{
+	return call_attr(c, POHMEL_OP_GETATTR, pc_enc_oid(BODY(c), o), a);
+}
+
+int pc_setattr(struct pc *c, const struct woid *o, uint32_t valid,
+	       uint32_t mode, uint32_t uid, uint32_t gid, uint64_t size,
+	       const struct wtime *at, const struct wtime *mt,
+	       struct wattr *a)
+{
+	return call_attr(c, POHMEL_OP_SETATTR,
+			 pc_enc_setattr(BODY(c), o, valid, mode, uid, gid,
+					size, at, mt), a);
+}
+
+int pc_readdir(struct pc *c, const struct woid *dir, uint64_t cookie,
+	       uint32_t maxbytes, pc_dirent_fn fn, void *arg, bool *eof,
+	       uint64_t *next)
+{
+	uint32_t rl, n, i, off;
+	uint8_t *r = c->rbuf;
+	int err;
+
+	err = pc_call(c, POHMEL_OP_READDIR,
+		      BODY(c), pc_enc_readdir(BODY(c), dir, cookie, maxbytes),
+		      r, POHMEL_MAX_MSG, &rl);
+	if (err)
+		return err;
+	if (rl < POHMEL_READDIR_REPLY_SIZE)
+		return -EPROTO;
+	n = get32(r + POHMEL_ATTR_SIZE);
+	*eof = get32(r + POHMEL_ATTR_SIZE + 4) & POHMEL_READDIR_EOF;
+	*next = cookie;
+	for (i = 0, off = POHMEL_READDIR_REPLY_SIZE; i < n; i++) {
+		char name[POHMEL_NAME_MAX + 1];
+		struct wattr a;
+		uint16_t nl;
+
+		if (rl - off < POHMEL_DIRENT_SIZE)
+			return -EPROTO;
+		wattr_get(r + off, &a);
+		*next = get64(r + off + POHMEL_ATTR_SIZE);
+		nl = get16(r + off + POHMEL_ATTR_SIZE + 8);
+		if (nl > POHMEL_NAME_MAX ||
+		    rl - off - POHMEL_DIRENT_SIZE < pad8(nl))
+			return -EPROTO;
+		memcpy(name, r + off + POHMEL_DIRENT_SIZE, nl);
+		name[nl] = 0;
+		off += POHMEL_DIRENT_SIZE + pad8(nl);
+		if (fn && fn(arg, name, &a, *next))
+			return 0;
+	}
+	return off == rl ? 0 : -EPROTO;
+}
+
+int pc_readdir_all(struct pc *c, const struct woid *dir, pc_dirent_fn fn,
+		   void *arg)
+{
+	uint64_t cookie = 0, next;
+	bool eof = false;
+	int err;
+
+	while (!eof) {
+		err = pc_readdir(c, dir, cookie, 65536, fn, arg, &eof, &next);
+		if (err)
+			return err;
+		cookie = next;
+	}
+	return 0;
+}
+
+static int entry_call(struct pc *c, uint16_t op, uint32_t blen,
+		      struct wattr *obj, struct wattr *dira)
+{
+	uint8_t r[POHMEL_ENTRY_REPLY_SIZE];
+	uint32_t rl;
+	int err = pc_call(c, op, BODY(c), blen, r, sizeof(r), &rl);
+
+	if (err)
+		return err;
+	if (rl != POHMEL_ENTRY_REPLY_SIZE)
+		return -EPROTO;
+	if (obj)
+		wattr_get(r, obj);
+	if (dira)
+		wattr_get(r + POHMEL_ATTR_SIZE, dira);
+	return 0;
+}
+
+int pc_mkobj(struct pc *c, uint16_t op, const struct woid *dir,
+	     const char *name, uint32_t mode, uint32_t rdev, uint32_t flags,
+	     const char *target, struct wattr *obj, struct wattr *dira)
+{
+	return entry_call(c, op,
+			  pc_enc_create(BODY(c), dir, mode, rdev, flags,
+					c->uid, c->gid, name,
+					(uint32_t)strlen(name), target,
+					target ? (uint32_t)strlen(target) : 0),
+			  obj, dira);
+}
+
+int pc_readlink(struct pc *c, const struct woid *o, char *buf, size_t cap)
+{
+	uint32_t rl;
+	int err = pc_call(c, POHMEL_OP_READLINK, BODY(c),
+			  pc_enc_oid(BODY(c), o), (uint8_t *)buf,
+			  (uint32_t)cap - 1, &rl);
+
+	if (!err)
+		buf[rl] = 0;
+	return err;
+}
+
+int pc_link(struct pc *c, const struct woid *obj, const struct woid *dir,
+	    const char *name, struct wattr *a)
+{
+	return entry_call(c, POHMEL_OP_LINK,
+			  pc_enc_link(BODY(c), obj, dir, name,
+				      (uint32_t)strlen(name)), a, NULL);
+}
+
+int pc_remove(struct pc *c, uint16_t op, const struct woid *dir,
+	      const char *name)
+{
+	return call_attr(c, op, pc_enc_name_req(BODY(c), dir, name,
+						(uint32_t)strlen(name)), NULL);
+}
+
+int pc_rename(struct pc *c, const struct woid *od, const char *on,
+	      const struct woid *nd, const char *nn, uint32_t flags,
+	      struct wattr *obj)
+{
+	return entry_call(c, POHMEL_OP_RENAME,
+			  pc_enc_rename(BODY(c), od, on, (uint32_t)strlen(on),
+					nd, nn, (uint32_t)strlen(nn), flags),
+			  obj, NULL);
+}
+
+int pc_open(struct pc *c, const struct woid *o, uint32_t flags,
+	    uint64_t *handle, struct wattr *a)
+{
+	uint8_t r[POHMEL_OPEN_REPLY_SIZE];
+	uint32_t rl;
+	int err = pc_call(c, POHMEL_OP_OPEN, BODY(c),
+			  pc_enc_open(BODY(c), o, flags), r, sizeof(r), &rl);
+
+	if (err)
+		return err;
+	if (rl != POHMEL_OPEN_REPLY_SIZE)
+		return -EPROTO;
+	if (a)
+		wattr_get(r, a);
+	*handle = get64(r + POHMEL_ATTR_SIZE);
+	return 0;
+}
+
+int pc_close(struct pc *c, const struct woid *o, uint64_t handle)
+{
+	return pc_call(c, POHMEL_OP_CLOSE, BODY(c),
+		       pc_enc_handle(BODY(c), o, handle), NULL, 0, NULL);
+}
+
+int pc_read(struct pc *c, const struct woid *o, uint64_t handle,
+	    uint64_t off, void *buf, uint32_t count, uint32_t *got)
+{
+	uint8_t *r = c->rbuf;
+	uint32_t rl, n;
+	int err;
+
+	err = pc_call(c, POHMEL_OP_READ, BODY(c),
+		      pc_enc_io(BODY(c), o, handle, off, count, 0, NULL),
+		      r, POHMEL_MAX_MSG, &rl);
+	if (err)
+		return err;
+	if (rl < POHMEL_IO_REPLY_SIZE)
+		return -EPROTO;
+	n = get32(r + POHMEL_ATTR_SIZE);
+	if (n > count || rl != POHMEL_IO_REPLY_SIZE + n)
+		return -EPROTO;
+	memcpy(buf, r + POHMEL_IO_REPLY_SIZE, n);
+	*got = n;
+	return 0;
+}
+
+int pc_write(struct pc *c, const struct woid *o, uint64_t handle,
+	     uint64_t off, const void *buf, uint32_t count, uint32_t flags,
+	     uint32_t *done)
+{
+	uint8_t r[POHMEL_IO_REPLY_SIZE];
+	uint32_t rl;
+	int err;
+
+	if (count > POHMEL_MAX_DATA)
+		return -EMSGSIZE;
+	err = pc_call(c, POHMEL_OP_WRITE, BODY(c),
+		      pc_enc_io(BODY(c), o, handle, off, count, flags, buf),
+		      r, sizeof(r), &rl);
+	if (err)
+		return err;
+	if (rl != POHMEL_IO_REPLY_SIZE)
+		return -EPROTO;
+	if (done)
+		*done = get32(r + POHMEL_ATTR_SIZE);
+	return 0;
+}
+
+int pc_fsync(struct pc *c, const struct woid *o, uint64_t handle,
+	     uint32_t flags)
+{
+	return call_attr(c, POHMEL_OP_FSYNC,
+			 pc_enc_fsync(BODY(c), o, handle, flags), NULL);
+}
+
+int pc_statfs(struct pc *c, const struct woid *o, struct pc_statfs *s)
+{
+	uint8_t r[POHMEL_STATFS_SIZE];
+	uint32_t rl;
+	int err = pc_call(c, POHMEL_OP_STATFS, BODY(c), pc_enc_oid(BODY(c), o),
+			  r, sizeof(r), &rl);
+
+	if (err)
+		return err;
+	if (rl != POHMEL_STATFS_SIZE)
+		return -EPROTO;
+	s->blocks = get64(r);
+	s->bfree = get64(r + 8);
+	s->bavail = get64(r + 16);
+	s->files = get64(r + 24);
+	s->ffree = get64(r + 32);
+	s->bsize = get32(r + 40);
+	s->namelen = get32(r + 44);
+	return 0;
+}
+
+static int xattr_read(struct pc *c, uint16_t op, const struct woid *o,
+		      const char *name, void *buf, uint32_t cap,
+		      uint32_t *len)
+{
+	uint8_t *r = c->rbuf;
+	uint32_t rl, n;
+	int err;
+
+	err = pc_call(c, op, BODY(c),
+		      pc_enc_xattr(BODY(c), o, 0, cap, name,
+				   name ? (uint32_t)strlen(name) : 0, NULL, 0),
+		      r, POHMEL_MAX_MSG, &rl);
+	if (err)
+		return err;
+	if (rl < POHMEL_XATTR_REPLY_SIZE)
+		return -EPROTO;
+	n = get32(r);
+	if (cap && (n > cap || rl != POHMEL_XATTR_REPLY_SIZE + n))
+		return -EPROTO;
+	if (cap)
+		memcpy(buf, r + POHMEL_XATTR_REPLY_SIZE, n);
+	*len = n;
+	return 0;
+}
+
+int pc_getxattr(struct pc *c, const struct woid *o, const char *name,
+		void *buf, uint32_t cap, uint32_t *len)
+{
+	return xattr_read(c, POHMEL_OP_GETXATTR, o, name, buf, cap, len);
+}
+
+int pc_listxattr(struct pc *c, const struct woid *o, void *buf,
+		 uint32_t cap, uint32_t *len)
+{
+	return xattr_read(c, POHMEL_OP_LISTXATTR, o, NULL, buf, cap, len);
+}
+
+int pc_setxattr(struct pc *c, const struct woid *o, const char *name,
+		const void *val, uint32_t len, uint32_t flags)
+{
+	return pc_call(c, POHMEL_OP_SETXATTR, BODY(c),
+		       pc_enc_xattr(BODY(c), o, flags, len, name,
+				    (uint32_t)strlen(name), val, len),
+		       NULL, 0, NULL);
+}
+
+int pc_removexattr(struct pc *c, const struct woid *o, const char *name)
+{
+	return pc_call(c, POHMEL_OP_REMOVEXATTR, BODY(c),
+		       pc_enc_xattr(BODY(c), o, 0, 0, name,
+				    (uint32_t)strlen(name), NULL, 0),
+		       NULL, 0, NULL);
+}
+
+int pc_lock(struct pc *c, const struct woid *o, uint64_t owner,
+	    uint64_t start, uint64_t len, uint32_t type, uint32_t flags,
+	    uint32_t pid, struct pc_lock *test)
+{
+	uint8_t r[POHMEL_LOCK_SIZE];
+	uint32_t rl = 0;
+	int err = pc_call(c, POHMEL_OP_LOCK, BODY(c),
+			  pc_enc_lock(BODY(c), o, owner, start, len, type,
+				      flags, pid), r, sizeof(r), &rl);
+
+	if (err)
+		return err;
+	if (test) {
+		if (rl != POHMEL_LOCK_SIZE)
+			return -EPROTO;
+		woid_get(r, &test->oid);
+		test->owner = get64(r + 16);
+		test->start = get64(r + 24);
+		test->len = get64(r + 32);
+		test->type = get32(r + 40);
+		test->flags = get32(r + 44);
+		test->pid = get32(r + 48);
+	}
+	return 0;
+}
+
+/* ---- paths ---- */
+
+int pc_walk(struct pc *c, const char *path, struct wattr *a)
+{
+	char comp[POHMEL_NAME_MAX + 1];
+	struct wattr cur = c->root;
+	const char *p = path;
+	int err;
+
+	while (*p) {
+		size_t n;
+
+		while (*p == '/')
+			p++;
+		n = strcspn(p, "/");
+		if (!n)
+			break;
+		if (n > POHMEL_NAME_MAX)
+			return ENAMETOOLONG;
+		memcpy(comp, p, n);
+		comp[n] = 0;
+		p += n;
+		if (!strcmp(comp, "."))
+			continue;
+		err = pc_lookup(c, &cur.oid, comp, &cur);
+		if (err)
+			return err;
+	}
+	*a = cur;
+	return 0;
+}
+
+int pc_walk_parent(struct pc *c, const char *path, struct wattr *dir,
+		   const char **last)
+{
+	char buf[4096];
+	const char *slash;
+	size_t n;
+
+	n = strlen(path);
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	if (n >= sizeof(buf))
+		return ENAMETOOLONG;
+	memcpy(buf, path, n);
+	buf[n] = 0;
+	slash = strrchr(buf, '/');
+	*last = path + (slash ? slash - buf + 1 : 0);
+	if (!**last || **last == '/')
+		return EINVAL;
+	if (slash)
+		buf[slash - buf] = 0;
+	else
+		buf[0] = 0;
+	return pc_walk(c, buf, dir);
+}

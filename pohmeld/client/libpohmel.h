@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libpohmel.h - userspace POHMELFS client: connect, HELLO/AUTH, one typed
+ * call per operation. Synchronous: one request in flight per call, but
+ * pc_send()/pc_recv() give raw access for tests that pipeline or wait.
+ * Typed calls return 0, a positive errno from the server, or a negative
+ * errno when the connection failed (c->err says why).
+ */
+#ifndef LIBPOHMEL_H
+#define LIBPOHMEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "../wire.h"
+
+struct pc {
+	int fd;
+	uint32_t tag;		/* last tag used */
+	uint64_t seq;		/* last sequence number used */
+	uint32_t max_msg;
+	uint64_t features;
+	uint8_t uuid[16];	/* session identity; random if left zero */
+	uint64_t boot_gen;
+	uint64_t server_boot;
+	uint8_t key[64];
+	size_t keylen;		/* 0: no key */
+	uint64_t want_features;	/* 0: the library's default */
+	/* credentials sent in every request header */
+	uint32_t uid, gid, ngroups;
+	uint32_t groups[POHMEL_MAX_GROUPS];
+	struct wattr root;
+	uint8_t *sbuf, *rbuf;
+	char err[256];
+};
+
+struct pc_statfs {
+	uint64_t blocks, bfree, bavail, files, ffree;
+	uint32_t bsize, namelen;
+};
+
+struct pc_lock {
+	struct woid oid;
+	uint64_t owner, start, len;
+	uint32_t type, flags, pid;
+};
+
+int pc_init(struct pc *c);
+int pc_connect(struct pc *c, const char *host, int port);
+int pc_connect_fd(struct pc *c, int fd);
+int pc_handshake(struct pc *c);
+void pc_disconnect(struct pc *c);
+int pc_load_key(struct pc *c, const char *path);
+
+/* raw messages */
+int pc_send(struct pc *c, uint16_t op, uint32_t tag, uint64_t seq,
+	    const void *body, uint32_t blen);
+int pc_send_raw(struct pc *c, const void *buf, size_t len);
+int pc_recv(struct pc *c, struct whdr *h, uint8_t *payload, uint32_t cap);
+int pc_call_seq(struct pc *c, uint16_t op, uint64_t seq, const void *body,
+		uint32_t blen, uint8_t *rep, uint32_t cap, uint32_t *rlen);
+int pc_call(struct pc *c, uint16_t op, const void *body, uint32_t blen,
+	    uint8_t *rep, uint32_t cap, uint32_t *rlen);
+bool pc_op_has_seq(uint16_t op);
+
+/* body encoders (return the body length) */
+uint32_t pc_enc_oid(uint8_t *b, const struct woid *o);
+uint32_t pc_enc_name_req(uint8_t *b, const struct woid *dir,
+			 const char *name, uint32_t nl);
+uint32_t pc_enc_setattr(uint8_t *b, const struct woid *o, uint32_t valid,
+			uint32_t mode, uint32_t uid, uint32_t gid,
+			uint64_t size, const struct wtime *at,
+			const struct wtime *mt);
+uint32_t pc_enc_readdir(uint8_t *b, const struct woid *dir, uint64_t cookie,
+			uint32_t maxbytes);
+uint32_t pc_enc_create(uint8_t *b, const struct woid *dir, uint32_t mode,
+		       uint32_t rdev, uint32_t flags, uint32_t uid,
+		       uint32_t gid, const char *name, uint32_t nl,
+		       const char *tgt, uint32_t tl);
+uint32_t pc_enc_link(uint8_t *b, const struct woid *obj,
+		     const struct woid *dir, const char *name, uint32_t nl);
+uint32_t pc_enc_rename(uint8_t *b, const struct woid *od, const char *on,
+		       uint32_t onl, const struct woid *nd, const char *nn,
+		       uint32_t nnl, uint32_t flags);
+uint32_t pc_enc_open(uint8_t *b, const struct woid *o, uint32_t flags);
+uint32_t pc_enc_handle(uint8_t *b, const struct woid *o, uint64_t handle);
+uint32_t pc_enc_io(uint8_t *b, const struct woid *o, uint64_t handle,
+		   uint64_t off, uint32_t count, uint32_t flags,
+		   const void *data);
+uint32_t pc_enc_fsync(uint8_t *b, const struct woid *o, uint64_t handle,
+		      uint32_t flags);
+uint32_t pc_enc_xattr(uint8_t *b, const struct woid *o, uint32_t flags,
+		      uint32_t valuelen, const char *name, uint32_t nl,
+		      const void *val, uint32_t vl);
+uint32_t pc_enc_lock(uint8_t *b, const struct woid *o, uint64_t owner,
+		     uint64_t start, uint64_t len, uint32_t type,
+		     uint32_t flags, uint32_t pid);
+uint32_t pc_enc_hello(uint8_t *b, uint64_t features, uint32_t max_msg,
+		      const uint8_t uuid[16], uint64_t boot_gen,
+		      const uint8_t *nonce);
+
+/* typed calls */
+int pc_ping(struct pc *c);
+int pc_stats(struct pc *c, char *buf, size_t cap);
+int pc_bye(struct pc *c);
+int pc_lookup(struct pc *c, const struct woid *dir, const char *name,
+	      struct wattr *a);
+int pc_getattr(struct pc *c, const struct woid *o, struct wattr *a);
+int pc_setattr(struct pc *c, const struct woid *o, uint32_t valid,
+	       uint32_t mode, uint32_t uid, uint32_t gid, uint64_t size,
+	       const struct wtime *at, const struct wtime *mt,
+	       struct wattr *a);
+typedef int (*pc_dirent_fn)(void *arg, const char *name,
+			    const struct wattr *a, uint64_t cookie);
+int pc_readdir(struct pc *c, const struct woid *dir, uint64_t cookie,
+	       uint32_t maxbytes, pc_dirent_fn fn, void *arg, bool *eof,
+	       uint64_t *next);
+int pc_readdir_all(struct pc *c, const struct woid *dir, pc_dirent_fn fn,
+		   void *arg);
+int pc_mkobj(struct pc *c, uint16_t op, const struct woid *dir,
+	     const char *name, uint32_t mode, uint32_t rdev, uint32_t flags,
+	     const char *target, struct wattr *obj, struct wattr *dira);
+int pc_readlink(struct pc *c, const struct woid *o, char *buf, size_t cap);
+int pc_link(struct pc *c, const struct woid *obj, const struct woid *dir,
+	    const char *name, struct wattr *a);
+int pc_remove(struct pc *c, uint16_t op, const struct woid *dir,
+	      const char *name);
+int pc_rename(struct pc *c, const struct woid *od, const char *on,
+	      const struct woid *nd, const char *nn, uint32_t flags,
+	      struct wattr *obj);
+int pc_open(struct pc *c, const struct woid *o, uint32_t flags,
+	    uint64_t *handle, struct wattr *a);
+int pc_close(struct pc *c, const struct woid *o, uint64_t handle);
+int pc_read(struct pc *c, const struct woid *o, uint64_t handle,
+	    uint64_t off, void *buf, uint32_t count, uint32_t *got);
+int pc_write(struct pc *c, const struct woid *o, uint64_t handle,
+	     uint64_t off, const void *buf, uint32_t count, uint32_t flags,
+	     uint32_t *done);
+int pc_fsync(struct pc *c, const struct woid *o, uint64_t handle,
+	     uint32_t flags);
+int pc_statfs(struct pc *c, const struct woid *o, struct pc_statfs *s);
+int pc_getxattr(struct pc *c, const struct woid *o, const char *name,
+		void *buf, uint32_t cap, uint32_t *len);
+int pc_listxattr(struct pc *c, const struct woid *o, void *buf,
+		 uint32_t cap, uint32_t *len);
+int pc_setxattr(struct pc *c, const struct woid *o, const char *name,
+		const void *val, uint32_t len, uint32_t flags);
+int pc_removexattr(struct pc *c, const struct woid *o, const char *name);
+int pc_lock(struct pc *c, const struct woid *o, uint64_t owner,
+	    uint64_t start, uint64_t len, uint32_t type, uint32_t flags,
+	    uint32_t pid, struct pc_lock *test);
+
+/* "/a/b/c" from the root; also the parent and last component. */
+int pc_walk(struct pc *c, const char *path, struct wattr *a);
+int pc_walk_parent(struct pc *c, const char *path, struct wattr *dir,
+		   const char **last);
+
+#endif /* LIBPOHMEL_H */

@@ -1,0 +1,491 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pohmel - talk to pohmeld from the command line (see pohmel(1)).
+ *   pohmel [-p PORT] [-k KEYFILE] [-u UID] [-g GID] HOST CMD [ARGS]
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+#include "libpohmel.h"
+
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+
+#define CHUNK	(1U << 20)
+
+static struct pc pc;
+static const char *cmd;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: pohmel [-p PORT] [-k KEYFILE] [-u UID] [-g GID] HOST CMD [ARGS]\n"
+"commands:\n"
+"  ping | stats | statfs [PATH]\n"
+"  ls [-l] PATH | stat PATH | cat PATH | get PATH LOCAL | put LOCAL PATH\n"
+"  mkdir PATH | rm PATH | rmdir PATH | mv OLD NEW | ln TARGET PATH\n"
+"  ln -s TARGET PATH | readlink PATH | chmod MODE PATH | truncate SIZE PATH\n"
+"  setfattr NAME VALUE PATH | getfattr [NAME] PATH | rmfattr NAME PATH\n"
+"  lock [-s] [-w] PATH   (holds the lock until stdin reaches EOF)\n"
+"options: -p port (default %d), -k key file (default /etc/pohmelfs/key\n"
+"if it exists, \"none\" for no key), -u/-g caller uid/gid (default 0)\n",
+		POHMEL_DEFAULT_PORT);
+}
+
+static int fail(const char *what, int err)
+{
+	if (err < 0)
+		fprintf(stderr, "pohmel: %s %s: %s\n", cmd, what,
+			pc.err[0] ? pc.err : strerror(-err));
+	else
+		fprintf(stderr, "pohmel: %s %s: %s\n", cmd, what,
+			err == POHMEL_ERR_SEQ_OLD ? "request too old" :
+			strerror(err));
+	return 1;
+}
+
+static void mode_str(uint32_t m, char *s)
+{
+	static const char *t = "?pc?d?b?-?l?s???";
+
+	s[0] = t[(m >> 12) & 15];
+	s[1] = m & 0400 ? 'r' : '-';
+	s[2] = m & 0200 ? 'w' : '-';
+	s[3] = m & 04000 ? (m & 0100 ? 's' : 'S') : (m & 0100 ? 'x' : '-');
+	s[4] = m & 040 ? 'r' : '-';
+	s[5] = m & 020 ? 'w' : '-';
+	s[6] = m & 02000 ? (m & 010 ? 's' : 'S') : (m & 010 ? 'x' : '-');
+	s[7] = m & 04 ? 'r' : '-';
+	s[8] = m & 02 ? 'w' : '-';
+	s[9] = m & 01000 ? (m & 01 ? 't' : 'T') : (m & 01 ? 'x' : '-');
+	s[10] = 0;
+}
+
+static void print_long(const char *name, const struct wattr *a)
+{
+	char ms[11], ts[32];
+	time_t t = (time_t)a->mtime.sec;
+	struct tm tm;
+
+	mode_str(a->mode, ms);
+	localtime_r(&t, &tm);
+	strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M", &tm);
+	printf("%s %3u %5u %5u %10llu %s %s\n", ms, a->nlink, a->uid, a->gid,
+	       (unsigned long long)a->size, ts, name);
+}
+
+static int ls_cb(void *arg, const char *name, const struct wattr *a,
+		 uint64_t cookie)
+{
+	(void)cookie;
+	if (*(int *)arg)
+		print_long(name, a);
+	else
+		printf("%s\n", name);
+	return 0;
+}
+
+static int do_ls(int argc, char **argv)
+{
+	int lng = 0, err;
+	struct wattr a;
+	const char *path = "/";
+
+	if (argc > 1 && !strcmp(argv[1], "-l")) {
+		lng = 1;
+		argc--;
+		argv++;
+	}
+	if (argc > 1)
+		path = argv[1];
+	err = pc_walk(&pc, path, &a);
+	if (err)
+		return fail(path, err);
+	if (!S_ISDIR(a.mode)) {
+		if (lng)
+			print_long(path, &a);
+		else
+			printf("%s\n", path);
+		return 0;
+	}
+	err = pc_readdir_all(&pc, &a.oid, ls_cb, &lng);
+	return err ? fail(path, err) : 0;
+}
+
+static int do_stat(const char *path)
+{
+	struct wattr a;
+	int err = pc_walk(&pc, path, &a);
+
+	if (err)
+		return fail(path, err);
+	printf("  File: %s\n  Size: %llu\tBlocks: %llu\tIO Block: %u\n"
+	       "    Id: %llu\tGen: %llx\tLinks: %u\n"
+	       "Access: (%04o) Uid: %u Gid: %u Type: %o Rdev: %u,%u\n"
+	       "Access: %lld.%09u\nModify: %lld.%09u\nChange: %lld.%09u\n",
+	       path, (unsigned long long)a.size,
+	       (unsigned long long)a.blocks, a.blksize,
+	       (unsigned long long)a.oid.id, (unsigned long long)a.oid.gen,
+	       a.nlink, a.mode & 07777, a.uid, a.gid, a.mode & S_IFMT,
+	       wire_dev_major(a.rdev), wire_dev_minor(a.rdev),
+	       (long long)a.atime.sec, a.atime.nsec,
+	       (long long)a.mtime.sec, a.mtime.nsec,
+	       (long long)a.ctime.sec, a.ctime.nsec);
+	return 0;
+}
+
+static int do_get(const char *path, int out)
+{
+	static uint8_t buf[CHUNK];
+	uint64_t off = 0, h;
+	struct wattr a;
+	uint32_t got;
+	int err;
+
+	err = pc_walk(&pc, path, &a);
+	if (!err)
+		err = pc_open(&pc, &a.oid, POHMEL_OPEN_READ, &h, NULL);
+	if (err)
+		return fail(path, err);
+	for (;;) {
+		err = pc_read(&pc, &a.oid, h, off, buf,
+			      MIN(CHUNK, pc.max_msg - 4096), &got);
+		if (err)
+			return fail(path, err);
+		if (!got)
+			break;
+		if (write(out, buf, got) != (ssize_t)got)
+			return fail("write", errno);
+		off += got;
+	}
+	pc_close(&pc, &a.oid, h);
+	return 0;
+}
+
+static int do_put(const char *local, const char *path)
+{
+	static uint8_t buf[CHUNK];
+	struct wattr dir, a;
+	const char *name;
+	uint64_t off = 0;
+	ssize_t n;
+	int fd, err;
+
+	fd = strcmp(local, "-") ? open(local, O_RDONLY) : 0;
+	if (fd < 0)
+		return fail(local, errno);
+	err = pc_walk_parent(&pc, path, &dir, &name);
+	if (!err)
+		err = pc_mkobj(&pc, POHMEL_OP_CREATE, &dir.oid, name, 0644, 0,
+			       0, NULL, &a, NULL);
+	if (!err)
+		err = pc_setattr(&pc, &a.oid, POHMEL_SET_SIZE, 0, 0, 0, 0,
+				 NULL, NULL, NULL);
+	if (err)
+		return fail(path, err);
+	while ((n = read(fd, buf, MIN(CHUNK, pc.max_msg - 4096))) > 0) {
+		err = pc_write(&pc, &a.oid, 0, off, buf, (uint32_t)n, 0, NULL);
+		if (err)
+			return fail(path, err);
+		off += (uint64_t)n;
+	}
+	if (n < 0)
+		return fail(local, errno);
+	err = pc_fsync(&pc, &a.oid, 0, 0);
+	return err ? fail(path, err) : 0;
+}
+
+static int do_name_op(uint16_t op, const char *path, uint32_t mode,
+		      const char *target)
+{
+	struct wattr dir;
+	const char *name;
+	int err = pc_walk_parent(&pc, path, &dir, &name);
+
+	if (err)
+		return fail(path, err);
+	if (op == POHMEL_OP_UNLINK || op == POHMEL_OP_RMDIR)
+		err = pc_remove(&pc, op, &dir.oid, name);
+	else
+		err = pc_mkobj(&pc, op, &dir.oid, name, mode, 0,
+			       POHMEL_CREATE_EXCL, target, NULL, NULL);
+	return err ? fail(path, err) : 0;
+}
+
+static int do_mv(const char *from, const char *to)
+{
+	struct wattr od, nd;
+	const char *on, *nn;
+	int err = pc_walk_parent(&pc, from, &od, &on);
+
+	if (!err)
+		err = pc_walk_parent(&pc, to, &nd, &nn);
+	if (!err)
+		err = pc_rename(&pc, &od.oid, on, &nd.oid, nn, 0, NULL);
+	return err ? fail(from, err) : 0;
+}
+
+static int do_link(const char *target, const char *path)
+{
+	struct wattr obj, dir;
+	const char *name;
+	int err = pc_walk(&pc, target, &obj);
+
+	if (!err)
+		err = pc_walk_parent(&pc, path, &dir, &name);
+	if (!err)
+		err = pc_link(&pc, &obj.oid, &dir.oid, name, NULL);
+	return err ? fail(path, err) : 0;
+}
+
+static int do_setattr(const char *path, uint32_t valid, uint32_t mode,
+		      uint64_t size)
+{
+	struct wattr a;
+	int err = pc_walk(&pc, path, &a);
+
+	if (!err)
+		err = pc_setattr(&pc, &a.oid, valid, mode, 0, 0, size, NULL,
+				 NULL, NULL);
+	return err ? fail(path, err) : 0;
+}
+
+static int do_getfattr(const char *name, const char *path)
+{
+	static char buf[POHMEL_XATTR_SIZE_MAX];
+	struct wattr a;
+	uint32_t n, i;
+	int err = pc_walk(&pc, path, &a);
+
+	if (err)
+		return fail(path, err);
+	if (name) {
+		err = pc_getxattr(&pc, &a.oid, name, buf, sizeof(buf), &n);
+		if (err)
+			return fail(name, err);
+		fwrite(buf, 1, n, stdout);
+		printf("\n");
+		return 0;
+	}
+	err = pc_listxattr(&pc, &a.oid, buf, sizeof(buf), &n);
+	if (err)
+		return fail(path, err);
+	for (i = 0; i < n; i += (uint32_t)strlen(buf + i) + 1)
+		printf("%s\n", buf + i);
+	return 0;
+}
+
+static int do_lock(int argc, char **argv)
+{
+	uint32_t type = POHMEL_LOCK_WR, flags = 0;
+	struct wattr a;
+	char line[64];
+	int i, err;
+
+	for (i = 1; i < argc - 1; i++) {
+		if (!strcmp(argv[i], "-s"))
+			type = POHMEL_LOCK_RD;
+		else if (!strcmp(argv[i], "-w"))
+			flags |= POHMEL_LOCK_WAIT;
+	}
+	if (argc < 2)
+		return fail("", EINVAL);
+	err = pc_walk(&pc, argv[argc - 1], &a);
+	if (!err)
+		err = pc_lock(&pc, &a.oid, (uint64_t)getpid(), 0, 0, type,
+			      flags, (uint32_t)getpid(), NULL);
+	if (err)
+		return fail(argv[argc - 1], err);
+	printf("locked\n");
+	fflush(stdout);
+	while (fgets(line, sizeof(line), stdin))
+		;
+	err = pc_lock(&pc, &a.oid, (uint64_t)getpid(), 0, 0, POHMEL_LOCK_UN,
+		      0, (uint32_t)getpid(), NULL);
+	return err ? fail(argv[argc - 1], err) : 0;
+}
+
+static int run(int argc, char **argv)
+{
+	char buf[65536];
+	struct pc_statfs sf;
+	struct wattr a;
+	int err;
+
+#define NEED(n) do { if (argc != (n)) { usage(stderr); return 2; } } while (0)
+	if (!strcmp(cmd, "ping")) {
+		NEED(1);
+		err = pc_ping(&pc);
+		if (err)
+			return fail("", err);
+		printf("pong\n");
+		return 0;
+	}
+	if (!strcmp(cmd, "stats")) {
+		NEED(1);
+		err = pc_stats(&pc, buf, sizeof(buf));
+		if (err)
+			return fail("", err);
+		fputs(buf, stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "statfs")) {
+		err = pc_walk(&pc, argc > 1 ? argv[1] : "/", &a);
+		if (!err)
+			err = pc_statfs(&pc, &a.oid, &sf);
+		if (err)
+			return fail("", err);
+		printf("blocks %llu bfree %llu bavail %llu files %llu ffree %llu bsize %u namelen %u\n",
+		       (unsigned long long)sf.blocks,
+		       (unsigned long long)sf.bfree,
+		       (unsigned long long)sf.bavail,
+		       (unsigned long long)sf.files,
+		       (unsigned long long)sf.ffree, sf.bsize, sf.namelen);
+		return 0;
+	}
+	if (!strcmp(cmd, "ls"))
+		return do_ls(argc, argv);
+	if (!strcmp(cmd, "stat")) {
+		NEED(2);
+		return do_stat(argv[1]);
+	}
+	if (!strcmp(cmd, "cat")) {
+		NEED(2);
+		return do_get(argv[1], 1);
+	}
+	if (!strcmp(cmd, "get")) {
+		int fd;
+
+		NEED(3);
+		fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0)
+			return fail(argv[2], errno);
+		err = do_get(argv[1], fd);
+		close(fd);
+		return err;
+	}
+	if (!strcmp(cmd, "put")) {
+		NEED(3);
+		return do_put(argv[1], argv[2]);
+	}
+	if (!strcmp(cmd, "mkdir")) {
+		NEED(2);
+		return do_name_op(POHMEL_OP_MKDIR, argv[1], 0755, NULL);
+	}
+	if (!strcmp(cmd, "rm")) {
+		NEED(2);
+		return do_name_op(POHMEL_OP_UNLINK, argv[1], 0, NULL);
+	}
+	if (!strcmp(cmd, "rmdir")) {
+		NEED(2);
+		return do_name_op(POHMEL_OP_RMDIR, argv[1], 0, NULL);
+	}
+	if (!strcmp(cmd, "mv")) {
+		NEED(3);
+		return do_mv(argv[1], argv[2]);
+	}
+	if (!strcmp(cmd, "ln")) {
+		if (argc == 4 && !strcmp(argv[1], "-s"))
+			return do_name_op(POHMEL_OP_SYMLINK, argv[3], 0777,
+					  argv[2]);
+		NEED(3);
+		return do_link(argv[1], argv[2]);
+	}
+	if (!strcmp(cmd, "readlink")) {
+		NEED(2);
+		err = pc_walk(&pc, argv[1], &a);
+		if (!err)
+			err = pc_readlink(&pc, &a.oid, buf, sizeof(buf));
+		if (err)
+			return fail(argv[1], err);
+		printf("%s\n", buf);
+		return 0;
+	}
+	if (!strcmp(cmd, "chmod")) {
+		NEED(3);
+		return do_setattr(argv[2], POHMEL_SET_MODE,
+				  (uint32_t)strtoul(argv[1], NULL, 8), 0);
+	}
+	if (!strcmp(cmd, "truncate")) {
+		NEED(3);
+		return do_setattr(argv[2], POHMEL_SET_SIZE, 0,
+				  strtoull(argv[1], NULL, 0));
+	}
+	if (!strcmp(cmd, "setfattr")) {
+		NEED(4);
+		err = pc_walk(&pc, argv[3], &a);
+		if (!err)
+			err = pc_setxattr(&pc, &a.oid, argv[1], argv[2],
+					  (uint32_t)strlen(argv[2]), 0);
+		return err ? fail(argv[3], err) : 0;
+	}
+	if (!strcmp(cmd, "rmfattr")) {
+		NEED(3);
+		err = pc_walk(&pc, argv[2], &a);
+		if (!err)
+			err = pc_removexattr(&pc, &a.oid, argv[1]);
+		return err ? fail(argv[2], err) : 0;
+	}
+	if (!strcmp(cmd, "getfattr")) {
+		if (argc == 2)
+			return do_getfattr(NULL, argv[1]);
+		NEED(3);
+		return do_getfattr(argv[1], argv[2]);
+	}
+	if (!strcmp(cmd, "lock"))
+		return do_lock(argc, argv);
+	usage(stderr);
+	return 2;
+#undef NEED
+}
+
+int main(int argc, char **argv)
+{
+	const char *kfile = NULL;
+	int port = POHMEL_DEFAULT_PORT, c, err, ret;
+
+	if (pc_init(&pc))
+		return 1;
+	while ((c = getopt(argc, argv, "+p:k:u:g:h")) != -1) {
+		switch (c) {
+		case 'p': port = atoi(optarg); break;
+		case 'k': kfile = optarg; break;
+		case 'u': pc.uid = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'g': pc.gid = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (argc - optind < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!kfile && access("/etc/pohmelfs/key", F_OK) == 0)
+		kfile = "/etc/pohmelfs/key";
+	if (kfile && strcmp(kfile, "none") && pc_load_key(&pc, kfile)) {
+		fprintf(stderr, "pohmel: %s\n", pc.err);
+		return 1;
+	}
+	cmd = argv[optind + 1];
+	err = pc_connect(&pc, argv[optind], port);
+	if (!err)
+		err = pc_handshake(&pc);
+	if (err) {
+		fprintf(stderr, "pohmel: %s: %s\n", argv[optind],
+			pc.err[0] ? pc.err : strerror(err < 0 ? -err : err));
+		return 1;
+	}
+	ret = run(argc - optind - 1, argv + optind + 1);
+	pc_bye(&pc);
+	pc_disconnect(&pc);
+	return ret;
+}

@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: MIT
+/*
+ * config.c - the line-based configuration file (see pohmeld.conf(5)):
+ *
+ *   # comment
+ *   port 7349
+ *   key-file /etc/pohmelfs/key
+ *   state-dir /var/lib/pohmeld
+ *   max-connections 1024
+ *   session-timeout 600
+ *   export / /srv/pohmel rw root_squash allow=127.0.0.0/8,::1/128
+ *
+ * Every error names the file, the line and the problem.
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include "pohmeld.h"
+
+void config_defaults(struct config *cf)
+{
+	memset(cf, 0, sizeof(*cf));
+	cf->port = POHMEL_DEFAULT_PORT;
+	snprintf(cf->key_file, sizeof(cf->key_file), "/etc/pohmelfs/key");
+	snprintf(cf->state_dir, sizeof(cf->state_dir), "/var/lib/pohmeld");
+	cf->max_conns = 1024;
+	cf->session_timeout = 600;
+	cf->ex.root_squash = true;
+	cf->ex.anon_uid = 65534;
+	cf->ex.anon_gid = 65534;
+}
+
+int cidr_parse(const char *s, struct cidr *c)
+{
+	char buf[128], *slash, *end;
+	long pfx;
+	int max;
+
+	if (strlen(s) >= sizeof(buf))
+		return -1;
+	strcpy(buf, s);
+	slash = strchr(buf, '/');
+	if (slash)
+		*slash = 0;
+	memset(c, 0, sizeof(*c));
+	if (inet_pton(AF_INET, buf, c->addr) == 1) {
+		c->family = AF_INET;
+		max = 32;
+	} else if (inet_pton(AF_INET6, buf, c->addr) == 1) {
+		c->family = AF_INET6;
+		max = 128;
+	} else {
+		return -1;
+	}
+	c->prefix = max;
+	if (slash) {
+		errno = 0;
+		pfx = strtol(slash + 1, &end, 10);
+		if (errno || *end || end == slash + 1 || pfx < 0 || pfx > max)
+			return -1;
+		c->prefix = (int)pfx;
+	}
+	return 0;
+}
+
+static bool prefix_eq(const uint8_t *a, const uint8_t *b, int bits)
+{
+	int full = bits / 8, rest = bits % 8;
+
+	if (memcmp(a, b, full))
+		return false;
+	if (rest) {
+		uint8_t m = (uint8_t)(0xff << (8 - rest));
+
+		return (a[full] & m) == (b[full] & m);
+	}
+	return true;
+}
+
+bool cidr_match(const struct cidr *c, const struct sockaddr *sa)
+{
+	static const uint8_t v4mapped[12] = {
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	const struct sockaddr_in6 *s6 = (const void *)sa;
+	const struct sockaddr_in *s4 = (const void *)sa;
+
+	if (sa->sa_family == AF_INET && c->family == AF_INET)
+		return prefix_eq(c->addr, (const uint8_t *)&s4->sin_addr,
+				 c->prefix);
+	if (sa->sa_family != AF_INET6)
+		return false;
+	if (c->family == AF_INET6)
+		return prefix_eq(c->addr, s6->sin6_addr.s6_addr, c->prefix);
+	/* An IPv4 client on a dual-stack socket arrives v4-mapped. */
+	if (!memcmp(s6->sin6_addr.s6_addr, v4mapped, 12))
+		return prefix_eq(c->addr, s6->sin6_addr.s6_addr + 12,
+				 c->prefix);
+	return false;
+}
+
+bool export_allows(const struct export_cfg *ex, const struct sockaddr *sa)
+{
+	int i;
+
+	if (!ex->nallow)
+		return true;
+	if (sa->sa_family == AF_UNIX)
+		return true;
+	for (i = 0; i < ex->nallow; i++)
+		if (cidr_match(&ex->allow[i], sa))
+			return true;
+	return false;
+}
+
+static int parse_u32(const char *s, uint32_t *v)
+{
+	unsigned long x;
+	char *end;
+
+	if (!isdigit((unsigned char)*s))
+		return -1;
+	errno = 0;
+	x = strtoul(s, &end, 10);
+	if (errno || *end || x > UINT32_MAX)
+		return -1;
+	*v = (uint32_t)x;
+	return 0;
+}
+
+/* "/ PATH opt opt..." : everything after the keyword "export". */
+int config_export_line(struct export_cfg *ex, char *args, char *err,
+		       size_t errlen)
+{
+	char *save = NULL, *name, *path, *opt;
+
+	name = strtok_r(args, " \t", &save);
+	path = strtok_r(NULL, " \t", &save);
+	if (!name || !path) {
+		snprintf(err, errlen, "export needs a name and a directory");
+		return -1;
+	}
+	if (strcmp(name, "/")) {
+		snprintf(err, errlen,
+			 "export name '%s': only '/' is supported (the protocol has one export)",
+			 name);
+		return -1;
+	}
+	if (path[0] != '/' || strlen(path) >= sizeof(ex->path)) {
+		snprintf(err, errlen, "export directory '%s' must be an absolute path",
+			 path);
+		return -1;
+	}
+	strcpy(ex->path, path);
+	while ((opt = strtok_r(NULL, " \t", &save))) {
+		if (!strcmp(opt, "rw")) {
+			ex->ro = false;
+		} else if (!strcmp(opt, "ro")) {
+			ex->ro = true;
+		} else if (!strcmp(opt, "root_squash")) {
+			ex->root_squash = true;
+		} else if (!strcmp(opt, "no_root_squash")) {
+			ex->root_squash = false;
+		} else if (!strcmp(opt, "all_squash")) {
+			ex->all_squash = true;
+		} else if (!strcmp(opt, "no_all_squash")) {
+			ex->all_squash = false;
+		} else if (!strncmp(opt, "anonuid=", 8)) {
+			if (parse_u32(opt + 8, &ex->anon_uid))
+				goto bad_value;
+		} else if (!strncmp(opt, "anongid=", 8)) {
+			if (parse_u32(opt + 8, &ex->anon_gid))
+				goto bad_value;
+		} else if (!strncmp(opt, "allow=", 6)) {
+			char *s2 = NULL, *c;
+
+			for (c = strtok_r(opt + 6, ",", &s2); c;
+			     c = strtok_r(NULL, ",", &s2)) {
+				if (ex->nallow == MAX_ALLOW) {
+					snprintf(err, errlen,
+						 "more than %d allow= networks",
+						 MAX_ALLOW);
+					return -1;
+				}
+				if (cidr_parse(c, &ex->allow[ex->nallow])) {
+					snprintf(err, errlen,
+						 "bad address/prefix '%s' in allow=",
+						 c);
+					return -1;
+				}
+				ex->nallow++;
+			}
+		} else {
+			snprintf(err, errlen, "unknown export option '%s'", opt);
+			return -1;
+		}
+	}
+	return 0;
+
+bad_value:
+	snprintf(err, errlen, "bad number in '%s'", opt);
+	return -1;
+}
+
+static int config_line(struct config *cf, char *line, char *err,
+		       size_t errlen)
+{
+	char *save = NULL, *kw, *arg, *extra;
+	uint32_t v;
+
+	kw = strtok_r(line, " \t", &save);
+	if (!kw)
+		return 0;
+	if (!strcmp(kw, "export")) {
+		if (cf->have_export) {
+			snprintf(err, errlen, "only one export is supported");
+			return -1;
+		}
+		cf->have_export = true;
+		return config_export_line(&cf->ex, save ? save : (char *)"",
+					  err, errlen);
+	}
+	arg = strtok_r(NULL, " \t", &save);
+	extra = strtok_r(NULL, " \t", &save);
+	if (!strcmp(kw, "port") || !strcmp(kw, "key-file") ||
+	    !strcmp(kw, "state-dir") || !strcmp(kw, "max-connections") ||
+	    !strcmp(kw, "session-timeout")) {
+		if (!arg) {
+			snprintf(err, errlen, "'%s' needs a value", kw);
+			return -1;
+		}
+		if (extra) {
+			snprintf(err, errlen, "unexpected '%s' after '%s %s'",
+				 extra, kw, arg);
+			return -1;
+		}
+	} else {
+		snprintf(err, errlen, "unknown option '%s'", kw);
+		return -1;
+	}
+	if (!strcmp(kw, "port")) {
+		if (parse_u32(arg, &v) || v == 0 || v > 65535) {
+			snprintf(err, errlen, "bad port '%s'", arg);
+			return -1;
+		}
+		cf->port = (int)v;
+	} else if (!strcmp(kw, "max-connections")) {
+		if (parse_u32(arg, &v) || v == 0 || v > 65536) {
+			snprintf(err, errlen, "bad max-connections '%s'", arg);
+			return -1;
+		}
+		cf->max_conns = (int)v;
+	} else if (!strcmp(kw, "session-timeout")) {
+		if (parse_u32(arg, &v) || v > 86400 * 7) {
+			snprintf(err, errlen, "bad session-timeout '%s'", arg);
+			return -1;
+		}
+		cf->session_timeout = (int)v;
+	} else {
+		char *dst = !strcmp(kw, "key-file") ? cf->key_file
+						    : cf->state_dir;
+
+		if ((arg[0] != '/' && (dst != cf->key_file ||
+					strcmp(arg, "none"))) ||
+		    strlen(arg) >= sizeof(cf->key_file)) {
+			snprintf(err, errlen, "'%s' needs an absolute path", kw);
+			return -1;
+		}
+		strcpy(dst, arg);
+		if (dst == cf->key_file)
+			cf->key_file_set = true;
+	}
+	return 0;
+}
+
+int config_load(struct config *cf, const char *path, char *err,
+		size_t errlen)
+{
+	char line[8192], msg[512];
+	int lineno = 0;
+	FILE *f;
+
+	f = fopen(path, "re");
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *hash;
+
+		lineno++;
+		if (!strchr(line, '\n') && !feof(f)) {
+			snprintf(err, errlen, "%s:%d: line too long", path,
+				 lineno);
+			goto err_close;
+		}
+		line[strcspn(line, "\r\n")] = 0;
+		hash = strchr(line, '#');
+		if (hash)
+			*hash = 0;
+		if (config_line(cf, line, msg, sizeof(msg))) {
+			snprintf(err, errlen, "%s:%d: %s", path, lineno, msg);
+			goto err_close;
+		}
+	}
+	fclose(f);
+	return 0;
+
+err_close:
+	fclose(f);
+	return -1;
+}

@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: MIT
+/*
+ * conn.c - one thread per connection.
+ *
+ * The thread reads one message, dispatches it and writes the reply, so a
+ * slow client only ever stalls itself. Replies produced elsewhere (a
+ * waiting LOCK granted by another client's unlock) are written by that
+ * other thread: every write of a whole message holds send_mu, so messages
+ * never interleave on the socket.
+ *
+ * Memory per connection: a receive and a send buffer of the negotiated
+ * max_msg (at most POHMEL_MAX_MSG, 1 MiB + 4 KiB, each; only pages a
+ * message actually touched become resident), a 256 KiB thread stack and
+ * the struct conn. A connection that has not finished HELLO can send at
+ * most 4 KiB per message.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+#include "pohmeld.h"
+
+#define PRE_HELLO_MAX	4096
+#define THREAD_STACK	(256 * 1024)
+
+/* conns_mu protects conns, nconns; conns_cv signals nconns changes. */
+static pthread_mutex_t conns_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t conns_cv = PTHREAD_COND_INITIALIZER;
+static struct conn *conns;
+static int nconns;
+
+void conn_init_struct(struct conn *c, int fd)
+{
+	memset(c, 0, sizeof(*c));
+	c->fd = fd;
+	atomic_init(&c->refs, 1);
+	pthread_mutex_init(&c->send_mu, NULL);
+	c->state = CONN_NEW;
+	c->max_msg = PRE_HELLO_MAX;
+}
+
+void conn_get(struct conn *c)
+{
+	atomic_fetch_add(&c->refs, 1);
+}
+
+void conn_put(struct conn *c)
+{
+	if (atomic_fetch_sub(&c->refs, 1) != 1)
+		return;
+	close(c->fd);
+	pthread_mutex_destroy(&c->send_mu);
+	free(c);
+}
+
+int conn_send(struct conn *c, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	int err = 0;
+
+	pthread_mutex_lock(&c->send_mu);
+	while (len && !c->send_dead) {
+		ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			c->send_dead = true;
+			break;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	if (c->send_dead)
+		err = EPIPE;
+	pthread_mutex_unlock(&c->send_mu);
+	return err;
+}
+
+/* 1: got n bytes, 0: EOF/error before that. */
+static int read_full(int fd, uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t r = read(fd, p, n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return 0;
+		p += r;
+		n -= (size_t)r;
+	}
+	return 1;
+}
+
+static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
+{
+	for (;;) {
+		uint32_t outlen = 0;
+		struct whdr h;
+		int ret;
+
+		if (!read_full(c->fd, rx, POHMEL_HDR_SIZE))
+			return;
+		if (proto_hdr(rx, &h, c->max_msg)) {
+			log_info("%s: bad framing (len %u, tag %u), dropping",
+				 c->peer, h.len, h.tag);
+			stats.proto_errors++;
+			return;
+		}
+		if (!read_full(c->fd, rx + POHMEL_HDR_SIZE, h.len))
+			return;
+		ret = dispatch(c, rx, POHMEL_HDR_SIZE + h.len, tx,
+			       c->max_msg, &outlen);
+		if (ret == DISPATCH_DROP) {
+			log_info("%s: protocol error in op %u, dropping",
+				 c->peer, h.op);
+			stats.proto_errors++;
+			return;
+		}
+		if (outlen && conn_send(c, tx, outlen))
+			return;
+		if (ret == DISPATCH_CLOSE)
+			return;
+	}
+}
+
+static void *conn_thread(void *arg)
+{
+	struct conn *c = arg;
+	uint8_t *rx, *tx;
+
+	rx = malloc(POHMEL_MAX_MSG);
+	tx = malloc(POHMEL_MAX_MSG);
+	if (rx && tx)
+		serve(c, rx, tx);
+	free(rx);
+	free(tx);
+
+	log_debug("%s: disconnected", c->peer);
+	lock_conn_gone(c);
+	if (c->sess)
+		session_detach(c->sess);
+	c->sess = NULL;
+
+	pthread_mutex_lock(&conns_mu);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	nconns--;
+	stats.conns_now--;
+	pthread_cond_broadcast(&conns_cv);
+	pthread_mutex_unlock(&conns_mu);
+	conn_put(c);
+	return NULL;
+}
+
+static void peer_name(const struct sockaddr *sa, char *buf, size_t n)
+{
+	char a[INET6_ADDRSTRLEN] = "?";
+
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *s = (const void *)sa;
+
+		inet_ntop(AF_INET, &s->sin_addr, a, sizeof(a));
+		snprintf(buf, n, "%s:%u", a, ntohs(s->sin_port));
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s = (const void *)sa;
+
+		inet_ntop(AF_INET6, &s->sin6_addr, a, sizeof(a));
+		snprintf(buf, n, "[%s]:%u", a, ntohs(s->sin6_port));
+	} else {
+		snprintf(buf, n, "local");
+	}
+}
+
+int conn_start(int fd, const struct sockaddr *sa, socklen_t salen)
+{
+	pthread_attr_t attr;
+	pthread_t th;
+	struct conn *c;
+	int one = 1, err;
+
+	(void)salen;
+	pthread_mutex_lock(&conns_mu);
+	if (nconns >= srv.cfg.max_conns || atomic_load(&srv.stopping)) {
+		pthread_mutex_unlock(&conns_mu);
+		stats.refused++;
+		close(fd);
+		return EAGAIN;
+	}
+	nconns++;
+	pthread_mutex_unlock(&conns_mu);
+
+	c = malloc(sizeof(*c));
+	if (!c) {
+		err = ENOMEM;
+		goto err_count;
+	}
+	conn_init_struct(c, fd);
+	peer_name(sa, c->peer, sizeof(c->peer));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+
+	pthread_mutex_lock(&conns_mu);
+	c->next = conns;
+	if (conns)
+		conns->prev = c;
+	conns = c;
+	stats.conns_now++;
+	stats.conns_total++;
+	pthread_mutex_unlock(&conns_mu);
+
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, THREAD_STACK);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	err = pthread_create(&th, &attr, conn_thread, c);
+	pthread_attr_destroy(&attr);
+	if (err)
+		goto err_list;
+	log_debug("%s: connected", c->peer);
+	return 0;
+
+err_list:
+	pthread_mutex_lock(&conns_mu);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	stats.conns_now--;
+	pthread_mutex_unlock(&conns_mu);
+	conn_put(c);		/* closes fd */
+	fd = -1;
+err_count:
+	pthread_mutex_lock(&conns_mu);
+	nconns--;
+	pthread_cond_broadcast(&conns_cv);
+	pthread_mutex_unlock(&conns_mu);
+	if (fd >= 0)
+		close(fd);
+	log_warn("cannot start connection: %s", strerror(err));
+	return err;
+}
+
+/*
+ * SIGTERM: stop reading from every client. A thread busy with a request
+ * finishes it, sends the reply (the write side stays open), then sees
+ * EOF and exits.
+ */
+void conns_shutdown(void)
+{
+	struct timespec dl;
+	struct conn *c;
+
+	pthread_mutex_lock(&conns_mu);
+	for (c = conns; c; c = c->next)
+		shutdown(c->fd, SHUT_RD);
+	pthread_mutex_unlock(&conns_mu);
+	lock_shutdown();
+
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 30;
+	pthread_mutex_lock(&conns_mu);
+	while (nconns > 0) {
+		if (pthread_cond_timedwait(&conns_cv, &conns_mu, &dl) ==
+		    ETIMEDOUT) {
+			log_warn("%d connections still busy at exit", nconns);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&conns_mu);
+}

@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dispatch.c - from a validated message to its handler and back.
+ *
+ * Order for every request: connection state (only HELLO/AUTH before
+ * authentication), validation result, read-only export, reply cache for
+ * non-idempotent requests with a sequence number, then the handler with
+ * the caller's squashed credentials, then the reply header.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/random.h>
+#include "pohmeld.h"
+
+#define F_MOD	0x1	/* changes the export: EROFS on a read-only one */
+#define F_SEQ	0x2	/* non-idempotent: executed once per seq */
+
+struct op_desc {
+	int (*fn)(struct req *r);
+	unsigned int flags;
+};
+
+static int op_ping(struct req *r)
+{
+	(void)r;
+	return 0;
+}
+
+static int op_bye(struct req *r)
+{
+	if (r->s)
+		session_end(r->s);
+	r->close_after = true;
+	return 0;
+}
+
+static const struct op_desc ops[POHMEL_OP_MAX] = {
+	[POHMEL_OP_PING]	= { op_ping, 0 },
+	[POHMEL_OP_LOOKUP]	= { op_lookup, 0 },
+	[POHMEL_OP_GETATTR]	= { op_getattr, 0 },
+	[POHMEL_OP_SETATTR]	= { op_setattr, F_MOD | F_SEQ },
+	[POHMEL_OP_READDIR]	= { op_readdir, 0 },
+	[POHMEL_OP_CREATE]	= { op_create, F_MOD | F_SEQ },
+	[POHMEL_OP_MKDIR]	= { op_create, F_MOD | F_SEQ },
+	[POHMEL_OP_MKNOD]	= { op_create, F_MOD | F_SEQ },
+	[POHMEL_OP_SYMLINK]	= { op_create, F_MOD | F_SEQ },
+	[POHMEL_OP_READLINK]	= { op_readlink, 0 },
+	[POHMEL_OP_LINK]	= { op_link, F_MOD | F_SEQ },
+	[POHMEL_OP_UNLINK]	= { op_remove, F_MOD | F_SEQ },
+	[POHMEL_OP_RMDIR]	= { op_remove, F_MOD | F_SEQ },
+	[POHMEL_OP_RENAME]	= { op_rename, F_MOD | F_SEQ },
+	[POHMEL_OP_OPEN]	= { op_open, 0 },
+	[POHMEL_OP_CLOSE]	= { op_close, 0 },
+	[POHMEL_OP_READ]	= { op_read, 0 },
+	[POHMEL_OP_WRITE]	= { op_write, F_MOD | F_SEQ },
+	[POHMEL_OP_FSYNC]	= { op_fsync, 0 },
+	[POHMEL_OP_STATFS]	= { op_statfs, 0 },
+	[POHMEL_OP_GETXATTR]	= { op_xattr, 0 },
+	[POHMEL_OP_SETXATTR]	= { op_xattr, F_MOD | F_SEQ },
+	[POHMEL_OP_LISTXATTR]	= { op_xattr, 0 },
+	[POHMEL_OP_REMOVEXATTR]	= { op_xattr, F_MOD | F_SEQ },
+	[POHMEL_OP_LOCK]	= { op_lock, F_SEQ },
+	[POHMEL_OP_BYE]		= { op_bye, 0 },
+	[POHMEL_OP_STATS]	= { op_stats, 0 },
+};
+
+/* Write the reply header in front of r's payload. */
+void reply_finish(struct req *r, uint32_t status, uint8_t *hdrp)
+{
+	struct whdr h = {
+		.len = status ? 0 : r->len,
+		.op = r->m->hdr.op,
+		.flags = POHMEL_HF_REPLY,
+		.tag = r->m->hdr.tag,
+		.status = status,
+		.seq = r->m->hdr.seq,
+	};
+
+	whdr_put(hdrp, &h);
+	if (status) {
+		r->len = 0;
+		stats.errors[r->m->hdr.op]++;
+	}
+}
+
+/* One request (alone or inside a BATCH); reply at out, *outlen bytes. */
+static int run_one(struct conn *c, const struct msg *m, int perr,
+		   uint8_t *out, uint32_t cap, uint32_t *outlen,
+		   bool in_batch)
+{
+	const struct op_desc *d = m->hdr.op < POHMEL_OP_MAX ?
+				  &ops[m->hdr.op] : NULL;
+	struct req r = {
+		.c = c, .s = c->sess, .m = m, .cr = m->cr,
+		.out = out + POHMEL_HDR_SIZE, .cap = cap - POHMEL_HDR_SIZE,
+		.in_batch = in_batch,
+	};
+	bool cached = false;
+	uint32_t status;
+
+	stats.ops[m->hdr.op < POHMEL_OP_MAX ? m->hdr.op : 0]++;
+	if (perr) {
+		status = (uint32_t)perr;
+		goto out;
+	}
+	if (!d || !d->fn) {
+		status = ENOSYS;
+		goto out;
+	}
+	if (d->flags & F_MOD && srv.cfg.ex.ro) {
+		status = EROFS;
+		goto out;
+	}
+	if (d->flags & F_SEQ && m->hdr.seq && r.s) {
+		switch (session_seq_begin(r.s, m->hdr.seq, &status, r.out,
+					  &r.len, r.cap)) {
+		case SEQ_CACHED:
+			stats.replays++;
+			cached = true;
+			goto out;
+		case SEQ_OLD:
+			status = POHMEL_ERR_SEQ_OLD;
+			goto out;
+		case SEQ_NEW:
+			break;
+		}
+	}
+	creds_squash(&srv.cfg.ex, &r.cr);
+	status = (uint32_t)d->fn(&r);
+	if (r.as_caller)
+		creds_leave();
+	if (status)
+		r.len = 0;
+	if (d->flags & F_SEQ && m->hdr.seq && r.s && !r.deferred)
+		session_seq_end(r.s, m->hdr.seq, status, r.out, r.len);
+out:
+	if (r.deferred) {
+		*outlen = 0;
+		return DISPATCH_OK;
+	}
+	if (cached && status)
+		r.len = 0;
+	reply_finish(&r, status, out);
+	*outlen = POHMEL_HDR_SIZE + r.len;
+	return r.close_after ? DISPATCH_CLOSE : DISPATCH_OK;
+}
+
+static int do_hello(struct conn *c, const struct msg *m, uint8_t *out,
+		    uint32_t *outlen)
+{
+	const uint8_t *b = m->body;
+	uint64_t feats, ours = POHMEL_FEAT_BATCH;
+	uint8_t *p = out + POHMEL_HDR_SIZE;
+	struct req r = { .m = m, .len = POHMEL_HELLO_SIZE };
+	uint32_t status = 0, max;
+
+	if (c->state != CONN_NEW || get32(b) != POHMEL_MAGIC)
+		return DISPATCH_DROP;
+	feats = get64(b + 8);
+	max = get32(b + 16);
+	memcpy(c->uuid, b + 24, 16);
+	c->boot_gen = get64(b + 40);
+	memcpy(c->nonce_c, b + 48, POHMEL_NONCE_LEN);
+	if (srv.keylen)
+		ours |= POHMEL_FEAT_AUTH;
+
+	if (get16(b + 4) != POHMEL_PROTO_MAJOR)
+		status = EPROTONOSUPPORT;
+	else if (feats & ~POHMEL_FEAT_ALL)
+		status = EOPNOTSUPP;
+	else if (max < 4096)
+		status = EINVAL;
+	else if (srv.keylen && !(feats & POHMEL_FEAT_AUTH))
+		status = EACCES;
+	if (status) {
+		if (status == EACCES) {
+			stats.auth_failures++;
+			log_warn("%s: refused: client has no key", c->peer);
+		}
+		reply_finish(&r, status, out);
+		*outlen = POHMEL_HDR_SIZE;
+		return DISPATCH_CLOSE;
+	}
+	c->features = feats & ours;
+	c->max_nego = MIN(max, POHMEL_MAX_MSG);
+	if (getrandom(c->nonce_s, POHMEL_NONCE_LEN, 0) != POHMEL_NONCE_LEN)
+		return DISPATCH_DROP;
+
+	memset(p, 0, POHMEL_HELLO_SIZE);
+	put32(p, POHMEL_MAGIC);
+	put16(p + 4, POHMEL_PROTO_MAJOR);
+	put16(p + 6, POHMEL_PROTO_MINOR);
+	put64(p + 8, c->features);
+	put32(p + 16, c->max_nego);
+	put64(p + 40, srv.boot_gen);
+	memcpy(p + 48, c->nonce_s, POHMEL_NONCE_LEN);
+	if (c->features & POHMEL_FEAT_AUTH)
+		auth_mac(srv.key, srv.keylen, "pohmel-s", c->nonce_c,
+			 c->nonce_s, c->uuid, p + 80);
+	c->state = CONN_HELLO;
+	reply_finish(&r, 0, out);
+	*outlen = POHMEL_HDR_SIZE + POHMEL_HELLO_SIZE;
+	/* Until AUTH completes, the pre-HELLO message limit stays. */
+	return DISPATCH_OK;
+}
+
+static int do_auth(struct conn *c, const struct msg *m, uint8_t *out,
+		   uint32_t *outlen)
+{
+	struct req r = { .c = c, .m = m, .out = out + POHMEL_HDR_SIZE,
+			 .cap = 4096 };
+	uint8_t want[POHMEL_MAC_LEN];
+	uint32_t status;
+
+	if (c->state != CONN_HELLO)
+		return DISPATCH_DROP;
+	if (c->features & POHMEL_FEAT_AUTH) {
+		auth_mac(srv.key, srv.keylen, "pohmel-c", c->nonce_s,
+			 c->nonce_c, c->uuid, want);
+		if (!auth_equal(want, m->body, POHMEL_MAC_LEN)) {
+			stats.auth_failures++;
+			log_warn("%s: authentication failed", c->peer);
+			reply_finish(&r, EACCES, out);
+			*outlen = POHMEL_HDR_SIZE;
+			return DISPATCH_CLOSE;
+		}
+	}
+	c->max_msg = c->max_nego;
+	c->sess = session_attach(c->uuid, c->boot_gen);
+	if (!c->sess) {
+		reply_finish(&r, EAGAIN, out);
+		*outlen = POHMEL_HDR_SIZE;
+		return DISPATCH_CLOSE;
+	}
+	r.s = c->sess;
+	c->state = CONN_AUTHED;
+
+	status = (uint32_t)attr_put(&r, srv.rootfd);
+	reply_finish(&r, status, out);
+	*outlen = POHMEL_HDR_SIZE + r.len;
+	log_debug("%s: authenticated, session %llu", c->peer,
+		  (unsigned long long)session_id(c->sess));
+	return DISPATCH_OK;
+}
+
+/*
+ * BATCH: check the framing of every inner message first (a malformed one
+ * makes the whole batch a protocol error), then run them in order. Each
+ * inner reply gets what is left of the buffer minus a header's worth for
+ * every message after it, so an error reply always fits.
+ */
+static int do_batch(struct conn *c, const struct msg *m, uint8_t *out,
+		    uint32_t cap, uint32_t *outlen)
+{
+	uint32_t off, n = 0, i, used = POHMEL_HDR_SIZE;
+	struct msg *im;
+	struct req r = { .m = m };
+	struct whdr h;
+
+	for (off = 0; off < m->blen; off += POHMEL_HDR_SIZE + h.len) {
+		if (m->blen - off < POHMEL_HDR_SIZE ||
+		    proto_hdr(m->body + off, &h, c->max_msg) ||
+		    h.len > m->blen - off - POHMEL_HDR_SIZE ||
+		    h.op == POHMEL_OP_BATCH || h.op == POHMEL_OP_HELLO ||
+		    h.op == POHMEL_OP_AUTH)
+			return DISPATCH_DROP;
+		n++;
+	}
+	if (!(c->features & POHMEL_FEAT_BATCH)) {
+		reply_finish(&r, ENOSYS, out);
+		*outlen = POHMEL_HDR_SIZE;
+		return DISPATCH_OK;
+	}
+	im = malloc(sizeof(*im));
+	if (!im)
+		return DISPATCH_DROP;
+	for (off = 0, i = 0; i < n; i++) {
+		uint32_t ilen, reserve = (n - i - 1) * POHMEL_HDR_SIZE;
+		int perr;
+
+		whdr_get(m->body + off, &h);
+		perr = proto_parse(im, m->body + off, POHMEL_HDR_SIZE + h.len);
+		if (perr == PROTO_DROP) {
+			free(im);
+			return DISPATCH_DROP;
+		}
+		run_one(c, im, perr, out + used, cap - used - reserve, &ilen,
+			true);
+		used += ilen;
+		off += POHMEL_HDR_SIZE + h.len;
+	}
+	free(im);
+	r.len = used - POHMEL_HDR_SIZE;
+	reply_finish(&r, 0, out);
+	*outlen = used;
+	return DISPATCH_OK;
+}
+
+int dispatch(struct conn *c, const uint8_t *raw, uint32_t rawlen,
+	     uint8_t *out, uint32_t cap, uint32_t *outlen)
+{
+	struct msg m;
+	int perr;
+
+	*outlen = 0;
+	perr = proto_parse(&m, raw, rawlen);
+	if (perr == PROTO_DROP)
+		return DISPATCH_DROP;
+	if (c->state != CONN_AUTHED && m.hdr.op != POHMEL_OP_HELLO &&
+	    m.hdr.op != POHMEL_OP_AUTH)
+		return DISPATCH_DROP;
+	if (perr && (m.hdr.op == POHMEL_OP_HELLO ||
+		     m.hdr.op == POHMEL_OP_AUTH))
+		return DISPATCH_DROP;
+
+	switch (m.hdr.op) {
+	case POHMEL_OP_HELLO:
+		return do_hello(c, &m, out, outlen);
+	case POHMEL_OP_AUTH:
+		return do_auth(c, &m, out, outlen);
+	case POHMEL_OP_RECALL_ACK:
+		return perr ? DISPATCH_DROP : DISPATCH_OK;	/* no reply */
+	case POHMEL_OP_BATCH:
+		if (!perr)
+			return do_batch(c, &m, out, cap, outlen);
+		break;
+	}
+	return run_one(c, &m, perr, out, cap, outlen, false);
+}

@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ops_io.c - OPEN, CLOSE, READ, WRITE, FSYNC.
+ *
+ * An OPEN handle holds a real open file in the session, so an unlinked
+ * but open file stays readable and writable through it, as locally; no
+ * silly-rename files are needed. Without a handle, READ/WRITE/FSYNC
+ * reopen the object for the one request with the caller's credentials.
+ * Only regular files carry data here: a device or fifo is never opened
+ * on the server on a client's behalf.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include "pohmeld.h"
+
+/* Reopen an O_PATH fd for I/O as the caller (permission checked). */
+static int reopen(int fd, int flags, int *out)
+{
+	char path[64];
+	int f;
+
+	proc_path(path, sizeof(path), fd);
+	f = open(path, flags | O_CLOEXEC | O_NOCTTY);
+	if (f < 0)
+		return errno;
+	*out = f;
+	return 0;
+}
+
+/* An fd to do I/O on: the handle's, or the object reopened. */
+static int io_fd(struct req *r, uint64_t handle, unsigned int need,
+		 int oflags, int *fd)
+{
+	struct stat st;
+	unsigned int hflags;
+	int pfd, err;
+
+	if (handle) {
+		if (!r->s)
+			return EBADF;
+		err = session_handle_get(r->s, handle, &r->m->oid, fd,
+					 &hflags);
+		if (!err && (hflags & need) != need) {
+			close(*fd);
+			err = EBADF;
+		}
+		return err;
+	}
+	err = req_obj(r, &r->m->oid, &pfd, &st);
+	if (err)
+		return err;
+	if (S_ISDIR(st.st_mode) && oflags != O_RDONLY)
+		err = EISDIR;
+	else if (S_ISDIR(st.st_mode))
+		oflags |= O_DIRECTORY;
+	else if (!S_ISREG(st.st_mode))
+		err = EINVAL;
+	if (!err)
+		err = req_caller(r);
+	if (!err)
+		err = reopen(pfd, oflags, fd);
+	close(pfd);
+	return err;
+}
+
+int op_open(struct req *r)
+{
+	const struct msg *m = r->m;
+	struct stat st;
+	uint64_t handle;
+	int pfd, fd = -1, err, acc;
+	uint8_t *p;
+
+	if (!r->s)
+		return EINVAL;
+	err = req_obj(r, &m->oid, &pfd, &st);
+	if (err)
+		return err;
+	err = req_caller(r);
+	if (err)
+		goto out_pfd;
+	if (m->flags == 0) {
+		/* Only keep the object alive (e.g. a directory or symlink). */
+		fd = pfd;
+		pfd = -1;
+	} else if (S_ISDIR(st.st_mode)) {
+		err = m->flags & POHMEL_OPEN_WRITE ? EISDIR :
+		      reopen(pfd, O_RDONLY | O_DIRECTORY, &fd);
+	} else if (S_ISREG(st.st_mode)) {
+		acc = m->flags == POHMEL_OPEN_ALL ? O_RDWR :
+		      m->flags & POHMEL_OPEN_WRITE ? O_WRONLY : O_RDONLY;
+		err = reopen(pfd, acc, &fd);
+	} else {
+		err = S_ISLNK(st.st_mode) ? ELOOP : ENXIO;
+	}
+	if (err)
+		goto out_pfd;
+	p = req_put(r, POHMEL_OPEN_REPLY_SIZE);
+	if (!p) {
+		err = E2BIG;
+		goto out_fd;
+	}
+	r->len = 0;
+	err = attr_put_known(r, fd, &m->oid);
+	if (err)
+		goto out_fd;
+	err = session_handle_add(r->s, fd, &m->oid, m->flags, &handle);
+	if (err)
+		goto out_fd;
+	put64(p + POHMEL_ATTR_SIZE, handle);
+	r->len = POHMEL_OPEN_REPLY_SIZE;
+	fd = -1;	/* the session owns it now */
+out_fd:
+	if (fd >= 0)
+		close(fd);
+out_pfd:
+	if (pfd >= 0)
+		close(pfd);
+	return err;
+}
+
+int op_close(struct req *r)
+{
+	int err;
+
+	if (!r->s)
+		return EBADF;
+	err = session_handle_close(r->s, r->m->handle, &r->m->oid);
+	if (!err)
+		lock_close(session_id(r->s), r->m->oid.id);
+	return err;
+}
+
+int op_read(struct req *r)
+{
+	const struct msg *m = r->m;
+	uint32_t want, got = 0;
+	uint8_t *p, *data;
+	int fd, err;
+
+	p = req_put(r, POHMEL_IO_REPLY_SIZE);
+	if (!p)
+		return E2BIG;
+	want = MIN(m->count, r->cap - r->len);
+	err = io_fd(r, m->handle, HANDLE_READ, O_RDONLY, &fd);
+	if (err)
+		return err;
+	data = r->out + r->len;
+	while (got < want) {
+		ssize_t n = pread(fd, data + got, want - got,
+				  (off_t)(m->offset + got));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = errno;
+			goto out;
+		}
+		if (n == 0)
+			break;
+		got += (uint32_t)n;
+	}
+	r->len = 0;
+	err = attr_put_known(r, fd, &m->oid);
+	if (err)
+		goto out;
+	put32(p + POHMEL_ATTR_SIZE, got);
+	put32(p + POHMEL_ATTR_SIZE + 4, 0);
+	r->len = POHMEL_IO_REPLY_SIZE + got;
+	stats.bytes_read += got;
+out:
+	close(fd);
+	return err;
+}
+
+int op_write(struct req *r)
+{
+	const struct msg *m = r->m;
+	uint32_t done = 0;
+	uint8_t *p;
+	int fd, err;
+
+	p = req_put(r, POHMEL_IO_REPLY_SIZE);
+	if (!p)
+		return E2BIG;
+	r->len = 0;
+	err = io_fd(r, m->handle, HANDLE_WRITE, O_WRONLY, &fd);
+	if (err)
+		return err;
+	while (done < m->count) {
+		ssize_t n = pwrite(fd, m->data + done, m->count - done,
+				   (off_t)(m->offset + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			err = n < 0 ? errno : EIO;
+			goto out;
+		}
+		done += (uint32_t)n;
+	}
+	if (m->flags & POHMEL_IO_STABLE && fdatasync(fd)) {
+		err = errno;
+		goto out;
+	}
+	err = attr_put_known(r, fd, &m->oid);
+	if (err)
+		goto out;
+	put32(p + POHMEL_ATTR_SIZE, done);
+	put32(p + POHMEL_ATTR_SIZE + 4, 0);
+	r->len = POHMEL_IO_REPLY_SIZE;
+	stats.bytes_written += done;
+out:
+	close(fd);
+	return err;
+}
+
+/* Data (and with !DATAONLY metadata) on stable storage before the reply. */
+int op_fsync(struct req *r)
+{
+	const struct msg *m = r->m;
+	struct stat st;
+	int fd, err;
+
+	if (m->handle) {
+		err = io_fd(r, m->handle, 0, O_RDONLY, &fd);
+	} else {
+		err = req_obj(r, &m->oid, &fd, &st);
+		if (!err && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) {
+			int pfd = fd;
+
+			err = req_caller(r);
+			if (!err)
+				err = reopen(pfd, S_ISDIR(st.st_mode) ?
+					     O_RDONLY | O_DIRECTORY : O_RDONLY,
+					     &fd);
+			close(pfd);
+		}
+	}
+	if (err)
+		return err;
+	if (m->flags & POHMEL_FSYNC_DATAONLY ? fdatasync(fd) : fsync(fd))
+		err = errno;
+	if (err == EBADF || err == EINVAL)
+		err = 0;	/* O_PATH fd of a special file: nothing to sync */
+	if (!err)
+		err = attr_put_known(r, fd, &m->oid);
+	close(fd);
+	return err;
+}

@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pohmeld.h - what the server's files call in each other. Each section is
+ * owned by the .c file named in its heading.
+ */
+#ifndef POHMELD_H
+#define POHMELD_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <syslog.h>
+
+#include "wire.h"
+
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#ifndef MIN
+#define MIN(a, b)	((a) < (b) ? (a) : (b))
+#endif
+
+/* ---- log.c: one log API, stderr with journald <N> prefixes ---- */
+extern int log_level;		/* LOG_INFO, or LOG_DEBUG with -d */
+void log_msg(int prio, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+#define log_err(...)	log_msg(LOG_ERR, __VA_ARGS__)
+#define log_warn(...)	log_msg(LOG_WARNING, __VA_ARGS__)
+#define log_info(...)	log_msg(LOG_INFO, __VA_ARGS__)
+#define log_debug(...)	log_msg(LOG_DEBUG, __VA_ARGS__)
+
+/* ---- sha256.c ---- */
+struct sha256_ctx {
+	uint32_t h[8];
+	uint64_t len;
+	uint8_t buf[64];
+	size_t fill;
+};
+void sha256_init(struct sha256_ctx *c);
+void sha256_update(struct sha256_ctx *c, const void *data, size_t n);
+void sha256_final(struct sha256_ctx *c, uint8_t out[32]);
+void sha256(const void *data, size_t n, uint8_t out[32]);
+void hmac_sha256(const uint8_t *key, size_t klen, const void *msg,
+		 size_t mlen, uint8_t out[32]);
+
+/* ---- auth.c: HELLO/AUTH MACs and the key file (shared with libpohmel) */
+void auth_mac(const uint8_t *key, size_t klen, const char label[8],
+	      const uint8_t *n1, const uint8_t *n2, const uint8_t uuid[16],
+	      uint8_t out[POHMEL_MAC_LEN]);
+bool auth_equal(const uint8_t *a, const uint8_t *b, size_t n);
+int key_file_load(const char *path, uint8_t *key, size_t *klen,
+		  char *err, size_t errlen);
+
+/* ---- config.c ---- */
+struct cidr {
+	int family;		/* AF_INET or AF_INET6 */
+	uint8_t addr[16];
+	int prefix;
+};
+
+#define MAX_ALLOW	32
+struct export_cfg {
+	char path[4096];
+	bool ro;
+	bool root_squash;
+	bool all_squash;
+	uint32_t anon_uid;
+	uint32_t anon_gid;
+	int nallow;		/* 0: every address allowed */
+	struct cidr allow[MAX_ALLOW];
+};
+
+struct config {
+	bool have_export;
+	struct export_cfg ex;
+	int port;
+	char key_file[4096];
+	bool key_file_set;
+	char state_dir[4096];
+	int max_conns;
+	int session_timeout;	/* seconds a detached session is kept */
+};
+void config_defaults(struct config *cf);
+int config_load(struct config *cf, const char *path, char *err,
+		size_t errlen);
+int config_export_line(struct export_cfg *ex, char *args, char *err,
+		       size_t errlen);
+int cidr_parse(const char *s, struct cidr *c);
+bool cidr_match(const struct cidr *c, const struct sockaddr *sa);
+bool export_allows(const struct export_cfg *ex, const struct sockaddr *sa);
+
+/* ---- main.c: process-wide state ---- */
+struct server {
+	struct config cfg;
+	uint8_t key[POHMEL_KEY_MAX];
+	size_t keylen;		/* 0: authentication off */
+	int rootfd;		/* the export root, O_RDONLY directory */
+	dev_t rootdev;
+	uint64_t boot_gen;
+	atomic_bool stopping;
+};
+extern struct server srv;
+
+/* ---- stats.c: counters readable by STATS ---- */
+struct stats {
+	atomic_ullong ops[POHMEL_OP_MAX];
+	atomic_ullong errors[POHMEL_OP_MAX];
+	atomic_ullong bytes_read;
+	atomic_ullong bytes_written;
+	atomic_ullong conns_total;
+	atomic_int conns_now;
+	atomic_ullong proto_errors;
+	atomic_ullong auth_failures;
+	atomic_ullong replays;
+	atomic_ullong refused;
+};
+extern struct stats stats;
+const char *op_name(unsigned int op);
+size_t stats_format(char *buf, size_t cap);
+
+/* ---- creds.c: per-thread filesystem credentials ---- */
+struct creds {
+	uint32_t uid;
+	uint32_t gid;
+	uint32_t ngroups;
+	uint32_t groups[POHMEL_MAX_GROUPS];
+};
+void creds_squash(const struct export_cfg *ex, struct creds *cr);
+int creds_enter(const struct creds *cr);
+void creds_leave(void);
+
+/* ---- oid.c: object IDs <-> file handles, persisted ---- */
+int oid_init(int rootfd, const char *state_dir);
+void oid_fini(void);
+int oid_of_fd(int fd, const struct stat *st, struct woid *out);
+int oid_open(const struct woid *o, int *fd, struct stat *st);
+size_t oid_count(void);
+
+/* ---- session.c: sessions, reply cache, open handles ---- */
+struct session;
+struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen);
+void session_detach(struct session *s);
+void session_end(struct session *s);
+uint64_t session_id(const struct session *s);
+void session_ref(struct session *s);
+void session_unref(struct session *s);
+int sessions_count(void);
+void sessions_fini(void);
+
+enum seq_state { SEQ_NEW, SEQ_CACHED, SEQ_OLD };
+enum seq_state session_seq_begin(struct session *s, uint64_t seq,
+				 uint32_t *status, uint8_t *payload,
+				 uint32_t *plen, uint32_t cap);
+void session_seq_end(struct session *s, uint64_t seq, uint32_t status,
+		     const uint8_t *payload, uint32_t plen);
+void session_seq_abort(struct session *s, uint64_t seq);
+
+#define HANDLE_READ	POHMEL_OPEN_READ
+#define HANDLE_WRITE	POHMEL_OPEN_WRITE
+int session_handle_add(struct session *s, int fd, const struct woid *o,
+		       unsigned int flags, uint64_t *handle);
+int session_handle_get(struct session *s, uint64_t handle,
+		       const struct woid *o, int *fd, unsigned int *flags);
+int session_handle_close(struct session *s, uint64_t handle,
+			 const struct woid *o);
+
+/* ---- conn.c: one thread per connection ---- */
+enum conn_state { CONN_NEW, CONN_HELLO, CONN_AUTHED };
+struct conn {
+	int fd;
+	atomic_int refs;
+	char peer[64];
+
+	pthread_mutex_t send_mu;	/* serialises whole messages on fd */
+	bool send_dead;			/* write failed; under send_mu */
+
+	/* Owned by the connection's thread; others never touch these. */
+	enum conn_state state;
+	uint32_t max_msg;
+	uint32_t max_nego;		/* max_msg from HELLO, used after AUTH */
+	uint64_t features;
+	uint8_t uuid[16];
+	uint64_t boot_gen;
+	uint8_t nonce_c[POHMEL_NONCE_LEN];
+	uint8_t nonce_s[POHMEL_NONCE_LEN];
+	struct session *sess;
+
+	struct conn *next, *prev;	/* conns list, under conns_mu */
+};
+int conn_start(int fd, const struct sockaddr *sa, socklen_t salen);
+int conn_send(struct conn *c, const void *buf, size_t len);
+void conn_get(struct conn *c);
+void conn_put(struct conn *c);
+void conns_shutdown(void);
+void conn_init_struct(struct conn *c, int fd);
+
+/* ---- proto.c: the one place every length is validated ---- */
+struct msg {
+	struct whdr hdr;
+	struct creds cr;		/* hdr uid/gid + groups block */
+	const uint8_t *body;		/* after the groups block */
+	uint32_t blen;
+
+	/* decoded body fields; which are set depends on hdr.op */
+	struct woid oid, oid2;
+	char name[POHMEL_NAME_MAX + 1];
+	char name2[POHMEL_NAME_MAX + 1];
+	uint16_t namelen, namelen2;
+	const uint8_t *data;		/* WRITE data, SETXATTR value, target */
+	uint32_t dlen;
+	uint32_t mode, rdev, flags, uid, gid, valid, count, type, pid;
+	uint64_t handle, offset, cookie, size, owner, start, len;
+	struct wtime atime, mtime;
+};
+#define PROTO_DROP	(-1)
+int proto_hdr(const uint8_t *raw, struct whdr *h, uint32_t max_msg);
+int proto_parse(struct msg *m, const uint8_t *raw, uint32_t rawlen);
+int proto_name_check(const char *name, uint32_t len);
+
+/* ---- dispatch.c ---- */
+struct req {
+	struct conn *c;
+	struct session *s;
+	const struct msg *m;
+	struct creds cr;	/* after squashing */
+	bool as_caller;		/* creds_enter() done */
+	uint8_t *out;		/* reply payload goes here */
+	uint32_t cap;
+	uint32_t len;
+	bool deferred;		/* reply sent later (LOCK WAIT) */
+	bool close_after;	/* BYE */
+	bool in_batch;		/* no LOCK WAIT inside a BATCH */
+};
+enum { DISPATCH_OK = 0, DISPATCH_DROP = -1, DISPATCH_CLOSE = 1 };
+int dispatch(struct conn *c, const uint8_t *raw, uint32_t rawlen,
+	     uint8_t *out, uint32_t cap, uint32_t *outlen);
+void reply_finish(struct req *r, uint32_t status, uint8_t *hdrp);
+
+/* ---- ops_*.c helpers (ops_attr.c) ---- */
+void *req_put(struct req *r, uint32_t n);
+int req_obj(struct req *r, const struct woid *o, int *fd, struct stat *st);
+int req_caller(struct req *r);
+int attr_of_fd(int fd, const struct stat *st, const struct woid *known,
+	       struct wattr *a);
+int attr_put(struct req *r, int fd);
+int attr_put_known(struct req *r, int fd, const struct woid *known);
+int child_open(int dirfd, const char *name, int *fd);
+void proc_path(char *buf, size_t n, int fd);
+
+int op_getattr(struct req *r);
+int op_setattr(struct req *r);
+int op_statfs(struct req *r);
+int op_lookup(struct req *r);
+int op_readdir(struct req *r);
+int op_create(struct req *r);	/* CREATE, MKDIR, MKNOD, SYMLINK */
+int op_readlink(struct req *r);
+int op_link(struct req *r);
+int op_remove(struct req *r);	/* UNLINK, RMDIR */
+int op_rename(struct req *r);
+int op_open(struct req *r);
+int op_close(struct req *r);
+int op_read(struct req *r);
+int op_write(struct req *r);
+int op_fsync(struct req *r);
+int op_xattr(struct req *r);	/* GET/SET/LIST/REMOVEXATTR */
+int op_stats(struct req *r);
+
+/* ---- lock.c: byte-range and flock arbitration ---- */
+int op_lock(struct req *r);
+void lock_session_end(uint64_t sess_id);
+void lock_conn_gone(struct conn *c);
+void lock_close(uint64_t sess_id, uint64_t obj_id);
+void lock_shutdown(void);
+
+/* ---- listen.c: sockets and systemd ---- */
+int listen_fds(int *fds, int max);
+int listen_bind(int port, int *fds, int max);
+void notify_ready(const char *state);
+
+#endif /* POHMELD_H */

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: MIT
+/*
+ * stats.c - run-time counters, answered to STATS as "name value" lines.
+ */
+#include "pohmeld.h"
+
+struct stats stats;
+
+static const char *const names[POHMEL_OP_MAX] = {
+	[0] = "invalid",
+	[POHMEL_OP_HELLO] = "hello", [POHMEL_OP_AUTH] = "auth",
+	[POHMEL_OP_PING] = "ping", [POHMEL_OP_LOOKUP] = "lookup",
+	[POHMEL_OP_GETATTR] = "getattr", [POHMEL_OP_SETATTR] = "setattr",
+	[POHMEL_OP_READDIR] = "readdir", [POHMEL_OP_CREATE] = "create",
+	[POHMEL_OP_MKDIR] = "mkdir", [POHMEL_OP_MKNOD] = "mknod",
+	[POHMEL_OP_SYMLINK] = "symlink", [POHMEL_OP_READLINK] = "readlink",
+	[POHMEL_OP_LINK] = "link", [POHMEL_OP_UNLINK] = "unlink",
+	[POHMEL_OP_RMDIR] = "rmdir", [POHMEL_OP_RENAME] = "rename",
+	[POHMEL_OP_OPEN] = "open", [POHMEL_OP_CLOSE] = "close",
+	[POHMEL_OP_READ] = "read", [POHMEL_OP_WRITE] = "write",
+	[POHMEL_OP_FSYNC] = "fsync", [POHMEL_OP_STATFS] = "statfs",
+	[POHMEL_OP_GETXATTR] = "getxattr", [POHMEL_OP_SETXATTR] = "setxattr",
+	[POHMEL_OP_LISTXATTR] = "listxattr",
+	[POHMEL_OP_REMOVEXATTR] = "removexattr", [POHMEL_OP_LOCK] = "lock",
+	[POHMEL_OP_BATCH] = "batch", [POHMEL_OP_RECALL] = "recall",
+	[POHMEL_OP_RECALL_ACK] = "recall_ack", [POHMEL_OP_BYE] = "bye",
+	[POHMEL_OP_STATS] = "stats",
+};
+
+const char *op_name(unsigned int op)
+{
+	return op < POHMEL_OP_MAX && names[op] ? names[op] : "unknown";
+}
+
+size_t stats_format(char *buf, size_t cap)
+{
+	size_t n = 0;
+	unsigned int i;
+
+#define EMIT(...) do { \
+	int k_ = snprintf(buf + n, cap - n, __VA_ARGS__); \
+	if (k_ < 0 || (size_t)k_ >= cap - n) \
+		return n; \
+	n += (size_t)k_; \
+} while (0)
+
+	EMIT("clients %d\n", atomic_load(&stats.conns_now));
+	EMIT("clients_total %llu\n", (unsigned long long)stats.conns_total);
+	EMIT("sessions %d\n", sessions_count());
+	EMIT("objects %zu\n", oid_count());
+	EMIT("bytes_read %llu\n", (unsigned long long)stats.bytes_read);
+	EMIT("bytes_written %llu\n",
+	     (unsigned long long)stats.bytes_written);
+	EMIT("protocol_errors %llu\n",
+	     (unsigned long long)stats.proto_errors);
+	EMIT("auth_failures %llu\n", (unsigned long long)stats.auth_failures);
+	EMIT("replays %llu\n", (unsigned long long)stats.replays);
+	EMIT("refused %llu\n", (unsigned long long)stats.refused);
+	for (i = 1; i < POHMEL_OP_MAX; i++) {
+		unsigned long long ops = stats.ops[i], errs = stats.errors[i];
+
+		if (ops)
+			EMIT("op_%s %llu\n", op_name(i), ops);
+		if (errs)
+			EMIT("err_%s %llu\n", op_name(i), errs);
+	}
+	return n;
+#undef EMIT
+}
