@@ -1,0 +1,72 @@
+#!/bin/bash
+# restart group (guest only): writers on both mounts keep creating files
+# (half fsync'd) while the server is SIGKILLed and started again; afterwards
+# every fsync'd file must be intact through both mounts, the writers must
+# have carried on without errors, and new operations must work. Then the
+# same once more with a clean stop/start.
+# Usage: restart.sh BIN W1 W2 SCRATCH [local]
+bin=$1 w1=$2 w2=$3 scratch=$4 local=${5:-}
+. "$(dirname "$0")/lib.sh"
+if [ -n "$local" ] || [ -z "${POHMEL_SERVER:-}" ]; then
+	skip "restart: server kill/restart" "guest only (needs \$POHMEL_SERVER)"
+	tap_finish
+	exit
+fi
+server() { $POHMEL_SERVER "$@"; }
+
+# cycle NAME HOW: HOW is "kill" (SIGKILL) or "stop" (SIGTERM)
+cycle() {
+	local name=$1 how=$2 p1 p2 rc1 rc2 i
+	mkdir -p "$w1/$name.a" "$w1/$name.b"
+	"$bin/restart" write "$w1/$name.a" "$scratch/$name.a.log" >"$scratch/$name.a.out" 2>&1 &
+	p1=$!
+	"$bin/restart" write "$w2/$name.b" "$scratch/$name.b.log" >"$scratch/$name.b.out" 2>&1 &
+	p2=$!
+	sleep 3
+	check "restart/$name: server $how while writers run" server "$how"
+	sleep 2
+	check "restart/$name: server start" server start
+	sleep 4
+	kill -TERM "$p1" "$p2" 2>/dev/null
+	# a writer stuck in the kernel cannot be reaped: give up after 90 s
+	for ((i = 0; i < 450; i++)); do
+		kill -0 "$p1" 2>/dev/null || kill -0 "$p2" 2>/dev/null || break
+		sleep 0.2
+	done
+	if kill -0 "$p1" 2>/dev/null || kill -0 "$p2" 2>/dev/null; then
+		fail "restart/$name: writers finish within 90 s of SIGTERM after the restart"
+		cat /proc/"$p1"/stack /proc/"$p2"/stack 2>/dev/null | diag "$(cat)"
+		kill -KILL "$p1" "$p2" 2>/dev/null
+		return
+	fi
+	wait "$p1"
+	rc1=$?
+	wait "$p2"
+	rc2=$?
+	diag "writer on mount 1: $(cat "$scratch/$name.a.out")" "writer on mount 2: $(cat "$scratch/$name.b.out")"
+	[ "$rc1" = 0 ] && pass "restart/$name: writer on mount 1 carried on without errors" ||
+		fail "restart/$name: writer on mount 1 carried on without errors (status $rc1)"
+	[ "$rc2" = 0 ] && pass "restart/$name: writer on mount 2 carried on without errors" ||
+		fail "restart/$name: writer on mount 2 carried on without errors (status $rc2)"
+	sync
+	run_c "$bin/restart" check "$w1/$name.a" "$w2/$name.a" "$scratch/$name.a.log"
+	run_c "$bin/restart" check "$w1/$name.b" "$w2/$name.b" "$scratch/$name.b.log"
+	run_c "$bin/restart" probe "$w1" "$w2"
+}
+
+# run a C helper that prints TAP and renumber its lines into this group
+run_c() {
+	local line
+	while IFS= read -r line; do
+		case $line in
+		"ok "*"# SKIP"*) line=${line#ok * - }; skip "${line%% # SKIP*}" "${line##*# SKIP }" ;;
+		"ok "*) pass "${line#ok * - }" ;;
+		"not ok "*) fail "${line#not ok * - }" ;;
+		"#"*) echo "$line" ;;
+		esac
+	done < <("$@" 2>&1)
+}
+
+cycle kill kill
+cycle stop stop
+tap_finish

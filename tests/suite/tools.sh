@@ -1,0 +1,119 @@
+#!/bin/bash
+# tools group: real programs on the mounts.
+#   tar extract of a real tree + diff -r / tar --compare through the other mount,
+#   git init/add/commit/status/gc/fsck/clone, rsync -a round trip (and a no-op
+#   second pass), fio with crc32c verification (buffered and O_DIRECT),
+#   setfacl/getfacl round trip.
+# Usage: tools.sh W1 W2 SCRATCH   (env POHMEL_TOOLS_TREE: tree to copy, default /usr/include)
+w1=$1 w2=$2 scratch=$3
+. "$(dirname "$0")/lib.sh"
+tree=${POHMEL_TOOLS_TREE:-/usr/include}
+have() { command -v "$1" >/dev/null 2>&1; }
+sec() { date +%s.%N; }
+took() { awk -v a="$1" -v b="$(sec)" 'BEGIN { printf "%.1f s", b - a }'; }
+# listing with type, mode, size, symlink target: what a copy must preserve
+meta() { (cd "$1" && find . \( -type d -printf '%y %m - %p\n' \) -o -printf '%y %m %s %l %p\n' | LC_ALL=C sort); }
+# same plus exact mtime (both copies on the mounts must agree to the ns)
+metat() { (cd "$1" && find . -type f -printf '%y %m %s %T@ %p\n' | LC_ALL=C sort); }
+
+base=$(basename "$tree")
+# --- tar ---
+if [ -d "$tree" ] && have tar; then
+	tar -C "$(dirname "$tree")" -cf "$scratch/tree.tar" "$base" 2>/dev/null
+	n=$(tar -tf "$scratch/tree.tar" | wc -l)
+	t=$(sec)
+	check "tar: extract $tree ($n entries) on mount 1" tar -C "$w1" -xf "$scratch/tree.tar" &&
+		diag "extract took $(took "$t")"
+	t=$(sec)
+	check "tar: diff -r source vs mount 2" diff -r --no-dereference "$tree" "$w2/$base"
+	diag "diff took $(took "$t")"
+	check "tar: modes, sizes, symlinks match (mount 2)" diff <(meta "$tree") <(meta "$w2/$base")
+	check "tar: --compare (content, mode, mtime) against mount 2" tar -C "$w2" -df "$scratch/tree.tar"
+	check "tar: mtimes identical on both mounts" diff <(metat "$w1/$base") <(metat "$w2/$base")
+	t=$(sec)
+	check "tar: rm -r through mount 2" rm -r "$w2/$base"
+	diag "rm -r took $(took "$t")"
+	check "tar: tree gone on mount 1" test ! -e "$w1/$base"
+else
+	skip "tar: extract and compare" "no $tree or no tar"
+fi
+
+# --- git ---
+if have git; then
+	g() { git -c user.name=suite -c user.email=suite@example.invalid -c init.defaultBranch=main \
+		-c gc.auto=0 "$@"; }
+	src=$scratch/gitsrc
+	mkdir -p "$src"
+	if [ -d "$tree" ]; then
+		(cd "$tree" && find . -type f | LC_ALL=C sort | head -n 150 | cpio -pdm --quiet "$src" 2>/dev/null) ||
+			(cd "$tree" && find . -type f | LC_ALL=C sort | head -n 150 | while read -r f; do
+				mkdir -p "$src/$(dirname "$f")" && cp -p "$f" "$src/$f"; done)
+	fi
+	for i in $(seq 1 20); do echo "line $i" >"$src/file$i.txt"; done
+	repo=$w1/repo
+	mkdir -p "$repo"
+	cp -a "$src/." "$repo/"
+	check "git: init on mount 1" g -C "$repo" init -q
+	check "git: add" g -C "$repo" add -A
+	check "git: commit" g -C "$repo" commit -q -m first
+	echo change >>"$repo/file1.txt"
+	echo change >>"$repo/file2.txt"
+	rm "$repo/file3.txt"
+	check "git: status via mount 2 shows 2 modified, 1 deleted" \
+		test "$(g -C "$w2/repo" status --porcelain | LC_ALL=C sort | tr '\n' ' ')" = " D file3.txt  M file1.txt  M file2.txt "
+	check "git: commit -a via mount 2" g -C "$w2/repo" commit -q -a -m second
+	check "git: status clean on mount 1" test -z "$(g -C "$repo" status --porcelain)"
+	check "git: log has 2 commits" test "$(g -C "$repo" rev-list --count HEAD)" = 2
+	check "git: gc (repack, prune: renames and unlinks)" g -C "$repo" gc -q --prune=now
+	check "git: fsck --full via mount 2" g -C "$w2/repo" fsck --full --strict --no-progress
+	check "git: clone from mount 2 to mount 1" g clone -q "$w2/repo" "$w1/clone"
+	check "git: clone's tree equals the repo's" diff -r --exclude=.git "$w1/clone" "$w2/repo"
+	check "git: status clean on the clone via mount 2" test -z "$(g -C "$w2/clone" status --porcelain)"
+else
+	skip "git: repository on the mount" "git not installed"
+fi
+
+# --- rsync ---
+if have rsync && [ -d "$tree" ]; then
+	t=$(sec)
+	check "rsync: -a $tree to mount 1" rsync -a "$tree/" "$w1/rs/"
+	diag "rsync took $(took "$t")"
+	check "rsync: second pass through mount 2 changes nothing (mtimes, sizes, modes kept)" \
+		test -z "$(rsync -ai "$tree/" "$w2/rs/")"
+	check "rsync: -a back from mount 2 to local disk" rsync -a "$w2/rs/" "$scratch/rsback/"
+	check "rsync: round trip identical (diff -r)" diff -r --no-dereference "$tree" "$scratch/rsback"
+	check "rsync: round trip metadata identical" diff <(meta "$tree") <(meta "$scratch/rsback")
+	check "rsync: --delete of the copy via mount 2" rsync -a --delete "$scratch/gitsrc/" "$w2/rs/"
+	check "rsync: mount 1 matches after --delete" diff -r "$scratch/gitsrc" "$w1/rs"
+else
+	skip "rsync: round trip" "rsync not installed"
+fi
+
+# --- fio ---
+if have fio; then
+	fj() { fio --output-format=normal --minimal --ioengine=psync --verify=crc32c --verify_fatal=1 \
+		--do_verify=1 --group_reporting "$@"; }
+	check "fio: 8 MiB random 4k writes, crc32c verify (buffered)" \
+		fj --name=buf --filename="$w1/fio.buf" --size=8m --bs=4k --rw=randwrite
+	check "fio: the same file verified again through mount 2" \
+		fj --name=buf --filename="$w2/fio.buf" --size=8m --bs=4k --rw=randwrite --verify_only
+	check "fio: 4 MiB sequential 64k writes with O_DIRECT, verify" \
+		fj --name=dio --filename="$w1/fio.dio" --size=4m --bs=64k --rw=write --direct=1
+	check "fio: 2 concurrent jobs x 2 MiB random writes via mount 2, md5 verify" \
+		fio --minimal --ioengine=psync --name=mix --directory="$w2" --numjobs=2 --size=2m --bs=4k \
+		--rw=randwrite --verify=md5 --verify_fatal=1 --do_verify=1
+else
+	skip "fio: verify" "fio not installed"
+fi
+
+# --- ACL tools ---
+if have setfacl && have getfacl; then
+	touch "$w1/acl.file"
+	check "setfacl: user:nobody:rw on mount 1" setfacl -m u:nobody:rw,g::r "$w1/acl.file"
+	check "getfacl: entry visible on mount 2" sh -c "getfacl -cn '$w2/acl.file' | grep -qx 'user:65534:rw-'"
+	check "setfacl: -b removes the ACL" setfacl -b "$w2/acl.file"
+	check "getfacl: gone on mount 1" sh -c "! getfacl -cn '$w1/acl.file' | grep -q '^user:65534'"
+else
+	skip "setfacl/getfacl round trip" "acl tools not installed"
+fi
+tap_finish
