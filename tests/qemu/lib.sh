@@ -109,7 +109,11 @@ sync_work() {
 		rm -rf "$w"
 	fi
 	mkdir -p "$w"
-	rsync -aHAX --delete --exclude=/opt/pohmel --exclude=/.pohmel-base "$base/" "$w/"
+	# Others may chroot into the base with /proc mounted or build in /build
+	# there: copy neither (nor anything mounted below it).
+	rsync -aHAX -x --delete --exclude=/opt/pohmel --exclude=/.pohmel-base \
+		--exclude='/proc/*' --exclude='/sys/*' --exclude='/dev/pts/*' \
+		--exclude=/build --exclude='/tmp/*' "$base/" "$w/"
 	cp "$base/.pohmel-stamp" "$w/.pohmel-base"
 }
 
