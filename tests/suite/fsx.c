@@ -24,7 +24,7 @@ static unsigned char *model, *buf;
 static size_t fsize, maxlen = 256 * 1024;
 static int fd = -1, ofd = -1;
 static const char *fpath, *opath;
-static unsigned long long seed;
+static unsigned long long seed, seed0;
 static long opno;
 static long pagesz;
 
@@ -54,7 +54,7 @@ static void logop(int op, int mode, size_t off, size_t len)
 
 static void dump_log(void)
 {
-	tap_diag("last operations (seed %llu):", seed);
+	tap_diag("last operations (seed %llu):", seed0);
 	for (long i = opno - LOGN + 1; i <= opno; i++) {
 		if (i < 0)
 			continue;
@@ -293,6 +293,7 @@ int main(int argc, char **argv)
 	fpath = argv[i];
 	if (!seed)
 		seed = 1;
+	seed0 = seed;
 	tap_init();
 	pagesz = sysconf(_SC_PAGESIZE);
 	tap_diag("fsx seed %llu ops %ld maxlen %zu (rerun: fsx --seed %llu --ops %ld --maxlen %zu)", seed, ops, maxlen,

@@ -49,19 +49,20 @@ cycle() {
 	[ "$rc2" = 0 ] && pass "restart/$name: writer on mount 2 carried on without errors" ||
 		fail "restart/$name: writer on mount 2 carried on without errors (status $rc2)"
 	sync
-	run_c "$bin/restart" check "$w1/$name.a" "$w2/$name.a" "$scratch/$name.a.log"
-	run_c "$bin/restart" check "$w1/$name.b" "$w2/$name.b" "$scratch/$name.b.log"
-	run_c "$bin/restart" probe "$w1" "$w2"
+	run_c "restart/$name: files of writer 1:" "$bin/restart" check "$w1/$name.a" "$w2/$name.a" "$scratch/$name.a.log"
+	run_c "restart/$name: files of writer 2:" "$bin/restart" check "$w1/$name.b" "$w2/$name.b" "$scratch/$name.b.log"
+	run_c "restart/$name:" "$bin/restart" probe "$w1" "$w2"
 }
 
 # run a C helper that prints TAP and renumber its lines into this group
 run_c() {
-	local line
+	local line pfx=$1
+	shift
 	while IFS= read -r line; do
 		case $line in
-		"ok "*"# SKIP"*) line=${line#ok * - }; skip "${line%% # SKIP*}" "${line##*# SKIP }" ;;
-		"ok "*) pass "${line#ok * - }" ;;
-		"not ok "*) fail "${line#not ok * - }" ;;
+		"ok "*"# SKIP"*) line=${line#ok * - }; skip "$pfx ${line%% # SKIP*}" "${line##*# SKIP }" ;;
+		"ok "*) pass "$pfx ${line#ok * - restart: }" ;;
+		"not ok "*) fail "$pfx ${line#not ok * - restart: }" ;;
 		"#"*) echo "$line" ;;
 		esac
 	done < <("$@" 2>&1)
