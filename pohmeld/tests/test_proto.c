@@ -1,0 +1,511 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Encode/decode round trips for every message: requests encoded by
+ * libpohmel are decoded by pohmeld's proto.c; replies encoded as pohmeld
+ * does are decoded by libpohmel (over a socketpair). Plus the framing
+ * and content errors proto.c must catch.
+ */
+#include <errno.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "../pohmeld.h"
+#include "../client/libpohmel.h"
+#include "tap.h"
+
+struct server srv;
+static uint8_t raw[POHMEL_MAX_MSG + 64];
+static struct msg m;
+
+static int parse_flags(uint16_t op, const uint8_t *body, uint32_t blen,
+		       uint16_t flags, uint32_t ngroups)
+{
+	uint32_t g = ngroups ? pohmel_groups_size(ngroups) : 0, i;
+	struct whdr h = { .len = g + blen, .op = op, .flags = flags,
+			  .tag = 7, .seq = 99, .uid = 1000, .gid = 100 };
+
+	if (ngroups)
+		h.flags |= POHMEL_HF_GROUPS;
+	whdr_put(raw, &h);
+	memset(raw + POHMEL_HDR_SIZE, 0, g);
+	if (ngroups) {
+		put32(raw + POHMEL_HDR_SIZE, ngroups);
+		for (i = 0; i < ngroups && i < POHMEL_MAX_GROUPS; i++)
+			put32(raw + POHMEL_HDR_SIZE + 4 + 4 * i, 500 + i);
+	}
+	memmove(raw + POHMEL_HDR_SIZE + g, body, blen);
+	return proto_parse(&m, raw, POHMEL_HDR_SIZE + g + blen);
+}
+
+static int parse(uint16_t op, const uint8_t *body, uint32_t blen)
+{
+	return parse_flags(op, body, blen, 0, 0);
+}
+
+static bool oid_eq(const struct woid *a, uint64_t id, uint64_t gen)
+{
+	return a->id == id && a->gen == gen;
+}
+
+/* Every fixed-size body one byte short or long is a protocol error. */
+static void framing(uint16_t op, const uint8_t *body, uint32_t blen,
+		    const char *name)
+{
+	uint8_t b[512];
+
+	memcpy(b, body, blen);
+	CHECK(parse(op, b, blen - 1) == PROTO_DROP, "%s: short body drops",
+	      name);
+	b[blen] = 0;
+	CHECK(parse(op, b, blen + 1) == PROTO_DROP, "%s: long body drops",
+	      name);
+}
+
+static void requests(void)
+{
+	struct woid o = { 0x1122334455667788ULL, 0x99aabbccddeeff00ULL };
+	struct woid o2 = { 42, 43 };
+	struct wtime at = { -5, 999999999 }, mt = { 5000000000LL, 1 };
+	uint8_t b[2048], uuid[16], nonce[32];
+	char longname[300];
+	uint32_t n;
+
+	memset(uuid, 0x5a, 16);
+	memset(nonce, 0xa5, 32);
+	n = pc_enc_hello(b, POHMEL_FEAT_AUTH, 65536, uuid, 77, nonce);
+	CHECK(parse(POHMEL_OP_HELLO, b, n) == 0 && m.blen == 112 &&
+	      get32(m.body) == POHMEL_MAGIC && get64(m.body + 40) == 77 &&
+	      !memcmp(m.body + 24, uuid, 16), "HELLO round trip");
+	framing(POHMEL_OP_HELLO, b, n, "HELLO");
+	memset(b, 1, 32);
+	CHECK(parse(POHMEL_OP_AUTH, b, 32) == 0 && m.blen == 32 &&
+	      m.hdr.seq == 99, "AUTH round trip");
+	framing(POHMEL_OP_AUTH, b, 32, "AUTH");
+	CHECK(parse(POHMEL_OP_PING, b, 0) == 0, "PING");
+	CHECK(parse(POHMEL_OP_STATS, b, 0) == 0, "STATS");
+	CHECK(parse(POHMEL_OP_BYE, b, 0) == 0, "BYE");
+	CHECK(parse(POHMEL_OP_PING, b, 1) == PROTO_DROP, "PING with body drops");
+
+	n = pc_enc_oid(b, &o);
+	CHECK(parse(POHMEL_OP_GETATTR, b, n) == 0 &&
+	      oid_eq(&m.oid, o.id, o.gen) && m.hdr.uid == 1000 &&
+	      m.cr.uid == 1000 && m.cr.gid == 100 && m.hdr.tag == 7,
+	      "GETATTR round trip");
+	framing(POHMEL_OP_GETATTR, b, n, "GETATTR");
+	CHECK(parse(POHMEL_OP_READLINK, b, n) == 0 &&
+	      oid_eq(&m.oid, o.id, o.gen), "READLINK round trip");
+	CHECK(parse(POHMEL_OP_STATFS, b, n) == 0 &&
+	      oid_eq(&m.oid, o.id, o.gen), "STATFS round trip");
+	CHECK(parse_flags(POHMEL_OP_GETATTR, b, n, 0, 3) == 0 &&
+	      m.cr.ngroups == 3 && m.cr.groups[0] == 500 &&
+	      m.cr.groups[2] == 502 && oid_eq(&m.oid, o.id, o.gen),
+	      "groups block round trip");
+	CHECK(parse_flags(POHMEL_OP_GETATTR, b, n, 0, 33) == PROTO_DROP,
+	      "33 groups drop");
+
+	for (int op = POHMEL_OP_LOOKUP; op; op = op == POHMEL_OP_LOOKUP ?
+	     POHMEL_OP_UNLINK : op == POHMEL_OP_UNLINK ? POHMEL_OP_RMDIR : 0) {
+		n = pc_enc_name_req(b, &o, "hello.txt", 9);
+		CHECK(parse((uint16_t)op, b, n) == 0 &&
+		      oid_eq(&m.oid, o.id, o.gen) &&
+		      !strcmp(m.name, "hello.txt"), "%s round trip",
+		      op_name((unsigned)op));
+		CHECK(parse((uint16_t)op, b, n - 1) == PROTO_DROP,
+		      "%s: name longer than body drops", op_name((unsigned)op));
+	}
+	n = pc_enc_name_req(b, &o, "a/b", 3);
+	CHECK(parse(POHMEL_OP_LOOKUP, b, n) == EINVAL, "name with / EINVAL");
+	n = pc_enc_name_req(b, &o, "a\0b", 3);
+	CHECK(parse(POHMEL_OP_LOOKUP, b, n) == EINVAL, "name with NUL EINVAL");
+	n = pc_enc_name_req(b, &o, ".", 1);
+	CHECK(parse(POHMEL_OP_LOOKUP, b, n) == EINVAL, "name . EINVAL");
+	n = pc_enc_name_req(b, &o, "..", 2);
+	CHECK(parse(POHMEL_OP_LOOKUP, b, n) == EINVAL, "name .. EINVAL");
+	n = pc_enc_name_req(b, &o, "", 0);
+	CHECK(parse(POHMEL_OP_LOOKUP, b, n) == EINVAL, "empty name EINVAL");
+	memset(longname, 'x', 256);
+	n = pc_enc_name_req(b, &o, longname, 256);
+	CHECK(parse(POHMEL_OP_LOOKUP, b, n) == ENAMETOOLONG,
+	      "256-byte name ENAMETOOLONG");
+	n = pc_enc_name_req(b, &o, longname, 255);
+	CHECK(parse(POHMEL_OP_LOOKUP, b, n) == 0, "255-byte name ok");
+
+	n = pc_enc_setattr(b, &o, POHMEL_SET_ALL, 04755, 1, 2, 1ULL << 40,
+			   &at, &mt);
+	CHECK(parse(POHMEL_OP_SETATTR, b, n) == 0 && m.valid == 0xff &&
+	      m.mode == 04755 && m.uid == 1 && m.gid == 2 &&
+	      m.size == 1ULL << 40 && m.atime.sec == -5 &&
+	      m.atime.nsec == 999999999 && m.mtime.sec == 5000000000LL &&
+	      m.mtime.nsec == 1, "SETATTR round trip (64-bit, negative secs)");
+	framing(POHMEL_OP_SETATTR, b, n, "SETATTR");
+	n = pc_enc_setattr(b, &o, 0x100, 0, 0, 0, 0, NULL, NULL);
+	CHECK(parse(POHMEL_OP_SETATTR, b, n) == EOPNOTSUPP,
+	      "SETATTR unknown valid bit EOPNOTSUPP");
+	at.nsec = 1000000000;
+	n = pc_enc_setattr(b, &o, POHMEL_SET_ATIME, 0, 0, 0, 0, &at, NULL);
+	CHECK(parse(POHMEL_OP_SETATTR, b, n) == EINVAL, "nsec >= 1e9 EINVAL");
+
+	n = pc_enc_readdir(b, &o, 0xfedcba9876543210ULL >> 1, 4096);
+	CHECK(parse(POHMEL_OP_READDIR, b, n) == 0 &&
+	      m.cookie == 0xfedcba9876543210ULL >> 1 && m.count == 4096,
+	      "READDIR round trip");
+	framing(POHMEL_OP_READDIR, b, n, "READDIR");
+
+	n = pc_enc_create(b, &o, 0100644, 0, POHMEL_CREATE_EXCL, 5, 6, "f", 1,
+			  NULL, 0);
+	CHECK(parse(POHMEL_OP_CREATE, b, n) == 0 && m.mode == 0100644 &&
+	      m.flags == 1 && m.uid == 5 && m.gid == 6 &&
+	      !strcmp(m.name, "f"), "CREATE round trip");
+	n = pc_enc_create(b, &o, 2, 0, 0x10, 5, 6, "f", 1, NULL, 0);
+	CHECK(parse(POHMEL_OP_CREATE, b, n) == EOPNOTSUPP,
+	      "CREATE unknown flag EOPNOTSUPP");
+	n = pc_enc_create(b, &o, 040755, 0, 0, 0, 0, "d", 1, NULL, 0);
+	CHECK(parse(POHMEL_OP_MKDIR, b, n) == 0 && m.mode == 040755,
+	      "MKDIR round trip");
+	n = pc_enc_create(b, &o, 020644, wire_encode_dev(259, 70000), 0, 0,
+			  0, "c", 1, NULL, 0);
+	CHECK(parse(POHMEL_OP_MKNOD, b, n) == 0 &&
+	      wire_dev_major(m.rdev) == 259 && wire_dev_minor(m.rdev) == 70000,
+	      "MKNOD round trip (big minor)");
+	n = pc_enc_create(b, &o, 0777, 0, 0, 0, 0, "l", 1, "../t", 4);
+	CHECK(parse(POHMEL_OP_SYMLINK, b, n) == 0 && m.dlen == 4 &&
+	      !memcmp(m.data, "../t", 4), "SYMLINK round trip");
+	CHECK(parse(POHMEL_OP_SYMLINK, b, n - 1) == PROTO_DROP,
+	      "SYMLINK short target drops");
+	n = pc_enc_create(b, &o, 0777, 0, 0, 0, 0, "l", 1, NULL, 0);
+	CHECK(parse(POHMEL_OP_SYMLINK, b, n) == EINVAL,
+	      "SYMLINK empty target EINVAL");
+	n = pc_enc_create(b, &o, 0644, 0, 0, 0, 0, "l", 1, "x", 1);
+	CHECK(parse(POHMEL_OP_CREATE, b, n) == EINVAL,
+	      "CREATE with a target EINVAL");
+
+	n = pc_enc_link(b, &o, &o2, "ln", 2);
+	CHECK(parse(POHMEL_OP_LINK, b, n) == 0 &&
+	      oid_eq(&m.oid, o.id, o.gen) && oid_eq(&m.oid2, 42, 43) &&
+	      !strcmp(m.name, "ln"), "LINK round trip");
+	n = pc_enc_rename(b, &o, "old", 3, &o2, "new", 3,
+			  POHMEL_RENAME_NOREPLACE);
+	CHECK(parse(POHMEL_OP_RENAME, b, n) == 0 && !strcmp(m.name, "old") &&
+	      !strcmp(m.name2, "new") && m.flags == 1 &&
+	      oid_eq(&m.oid2, 42, 43), "RENAME round trip");
+	CHECK(parse(POHMEL_OP_RENAME, b, n + 1) == PROTO_DROP,
+	      "RENAME long drops");
+	n = pc_enc_rename(b, &o, "old", 3, &o2, "..", 2, 0);
+	CHECK(parse(POHMEL_OP_RENAME, b, n) == EINVAL, "RENAME to .. EINVAL");
+	n = pc_enc_rename(b, &o, "old", 3, &o2, "n", 1, 4);
+	CHECK(parse(POHMEL_OP_RENAME, b, n) == EOPNOTSUPP,
+	      "RENAME unknown flag EOPNOTSUPP");
+	n = pc_enc_rename(b, &o, "old", 3, &o2, "n", 1, 3);
+	CHECK(parse(POHMEL_OP_RENAME, b, n) == EINVAL,
+	      "RENAME NOREPLACE|EXCHANGE EINVAL");
+
+	n = pc_enc_open(b, &o, POHMEL_OPEN_ALL);
+	CHECK(parse(POHMEL_OP_OPEN, b, n) == 0 && m.flags == 3,
+	      "OPEN round trip");
+	framing(POHMEL_OP_OPEN, b, n, "OPEN");
+	n = pc_enc_open(b, &o, 4);
+	CHECK(parse(POHMEL_OP_OPEN, b, n) == EOPNOTSUPP, "OPEN bad flag");
+	n = pc_enc_handle(b, &o, 0xabcdef);
+	CHECK(parse(POHMEL_OP_CLOSE, b, n) == 0 && m.handle == 0xabcdef,
+	      "CLOSE round trip");
+	framing(POHMEL_OP_CLOSE, b, n, "CLOSE");
+
+	n = pc_enc_io(b, &o, 9, 1ULL << 40, 65536, 0, NULL);
+	CHECK(parse(POHMEL_OP_READ, b, n) == 0 && m.handle == 9 &&
+	      m.offset == 1ULL << 40 && m.count == 65536, "READ round trip");
+	framing(POHMEL_OP_READ, b, n, "READ");
+	n = pc_enc_io(b, &o, 0, 0, POHMEL_MAX_DATA + 1, 0, NULL);
+	CHECK(parse(POHMEL_OP_READ, b, n) == EINVAL, "READ > 1 MiB EINVAL");
+	n = pc_enc_io(b, &o, 0, 5, 3, POHMEL_IO_STABLE, "abc");
+	CHECK(parse(POHMEL_OP_WRITE, b, n) == 0 && m.dlen == 3 &&
+	      !memcmp(m.data, "abc", 3) && m.flags == 1 && m.offset == 5,
+	      "WRITE round trip");
+	CHECK(parse(POHMEL_OP_WRITE, b, n - 1) == PROTO_DROP,
+	      "WRITE count > data drops");
+	n = pc_enc_io(b, &o, 0, 0, 0, 2, NULL);
+	CHECK(parse(POHMEL_OP_WRITE, b, n) == EOPNOTSUPP, "WRITE bad flag");
+	n = pc_enc_fsync(b, &o, 3, POHMEL_FSYNC_DATAONLY);
+	CHECK(parse(POHMEL_OP_FSYNC, b, n) == 0 && m.handle == 3 &&
+	      m.flags == 1, "FSYNC round trip");
+	framing(POHMEL_OP_FSYNC, b, n, "FSYNC");
+
+	n = pc_enc_xattr(b, &o, 0, 100, "user.k", 6, NULL, 0);
+	CHECK(parse(POHMEL_OP_GETXATTR, b, n) == 0 && m.count == 100 &&
+	      !strcmp(m.name, "user.k"), "GETXATTR round trip");
+	n = pc_enc_xattr(b, &o, POHMEL_XATTR_CREATE, 3, "user.k", 6, "v\0w",
+			 3);
+	CHECK(parse(POHMEL_OP_SETXATTR, b, n) == 0 && m.dlen == 3 &&
+	      !memcmp(m.data, "v\0w", 3) && m.flags == 1,
+	      "SETXATTR round trip (binary value)");
+	CHECK(parse(POHMEL_OP_SETXATTR, b, n - 1) == PROTO_DROP,
+	      "SETXATTR short value drops");
+	n = pc_enc_xattr(b, &o, 0, 4096, NULL, 0, NULL, 0);
+	CHECK(parse(POHMEL_OP_LISTXATTR, b, n) == 0 && m.count == 4096,
+	      "LISTXATTR round trip");
+	n = pc_enc_xattr(b, &o, 0, 0, "user.k", 6, NULL, 0);
+	CHECK(parse(POHMEL_OP_REMOVEXATTR, b, n) == 0 &&
+	      !strcmp(m.name, "user.k"), "REMOVEXATTR round trip");
+	n = pc_enc_xattr(b, &o, 8, 0, "user.k", 6, NULL, 0);
+	CHECK(parse(POHMEL_OP_REMOVEXATTR, b, n) == EOPNOTSUPP,
+	      "xattr bad flag");
+
+	n = pc_enc_lock(b, &o, 0xdead, 10, 20, POHMEL_LOCK_WR,
+			POHMEL_LOCK_WAIT, 1234);
+	CHECK(parse(POHMEL_OP_LOCK, b, n) == 0 && m.owner == 0xdead &&
+	      m.start == 10 && m.len == 20 && m.type == 2 && m.flags == 1 &&
+	      m.pid == 1234, "LOCK round trip");
+	framing(POHMEL_OP_LOCK, b, n, "LOCK");
+	n = pc_enc_lock(b, &o, 0, 0, 0, 3, 0, 0);
+	CHECK(parse(POHMEL_OP_LOCK, b, n) == EINVAL, "LOCK bad type EINVAL");
+	n = pc_enc_lock(b, &o, 0, 0, 0, 1, 0x8, 0);
+	CHECK(parse(POHMEL_OP_LOCK, b, n) == EOPNOTSUPP, "LOCK bad flag");
+
+	memset(b, 0, 32);
+	woid_put(b, &o);
+	CHECK(parse(POHMEL_OP_RECALL_ACK, b, 32) == 0 &&
+	      oid_eq(&m.oid, o.id, o.gen), "RECALL_ACK round trip");
+	CHECK(parse(POHMEL_OP_BATCH, b, 0) == 0, "empty BATCH parses");
+	CHECK(parse(POHMEL_OP_MAX, b, 0) == ENOSYS, "unknown op ENOSYS");
+	CHECK(parse(0, b, 0) == ENOSYS, "op 0 ENOSYS");
+	CHECK(parse(POHMEL_OP_RECALL, b, 32) == ENOSYS, "client RECALL ENOSYS");
+	CHECK(parse_flags(POHMEL_OP_PING, b, 0, POHMEL_HF_SEALED, 0) ==
+	      EOPNOTSUPP, "SEALED flag EOPNOTSUPP");
+	CHECK(parse_flags(POHMEL_OP_PING, b, 0, 0x100, 0) == EOPNOTSUPP,
+	      "unknown hdr flag EOPNOTSUPP");
+
+	{
+		struct whdr h = { .len = POHMEL_MAX_MSG, .op = 3, .tag = 1 };
+		struct whdr out;
+
+		whdr_put(raw, &h);
+		CHECK(proto_hdr(raw, &out, POHMEL_MAX_MSG) == PROTO_DROP,
+		      "len > max_msg drops");
+		h.len = 0;
+		h.tag = 0;
+		whdr_put(raw, &h);
+		CHECK(proto_hdr(raw, &out, POHMEL_MAX_MSG) == PROTO_DROP,
+		      "tag 0 drops");
+	}
+}
+
+/* ---- replies: pohmeld's encoders -> libpohmel's decoders ---- */
+
+static int sv[2];
+static struct pc pc;
+
+static void reply(uint16_t op, uint32_t status, const uint8_t *p,
+		  uint32_t n)
+{
+	uint8_t h[POHMEL_HDR_SIZE];
+	struct whdr w = { .len = n, .op = op, .flags = POHMEL_HF_REPLY,
+			  .tag = pc.tag + 1, .status = status };
+
+	whdr_put(h, &w);
+	if (write(sv[1], h, sizeof(h)) != sizeof(h) ||
+	    (n && write(sv[1], p, n) != (ssize_t)n))
+		abort();
+}
+
+static void drain(void)
+{
+	uint8_t b[65536];
+
+	while (recv(sv[1], b, sizeof(b), MSG_DONTWAIT) > 0)
+		;
+}
+
+static struct wattr sample(uint64_t id)
+{
+	struct wattr a = {
+		.oid = { id, ~id }, .size = 1ULL << 50, .blocks = 77,
+		.change = 0x123456789ULL,
+		.atime = { -1, 5 }, .mtime = { 1LL << 40, 999999999 },
+		.ctime = { 0, 0 }, .mode = 0100755, .nlink = 3,
+		.uid = 65534, .gid = 4000000000U, .rdev = 0x12345,
+		.blksize = 4096, .grant = 0,
+	};
+	return a;
+}
+
+static bool time_eq(const struct wtime *a, const struct wtime *b)
+{
+	return a->sec == b->sec && a->nsec == b->nsec;
+}
+
+static bool attr_eq(const struct wattr *a, const struct wattr *b)
+{
+	return a->oid.id == b->oid.id && a->oid.gen == b->oid.gen &&
+	       a->size == b->size && a->blocks == b->blocks &&
+	       a->change == b->change && time_eq(&a->atime, &b->atime) &&
+	       time_eq(&a->mtime, &b->mtime) && time_eq(&a->ctime, &b->ctime) &&
+	       a->mode == b->mode && a->nlink == b->nlink &&
+	       a->uid == b->uid && a->gid == b->gid && a->rdev == b->rdev &&
+	       a->blksize == b->blksize && a->grant == b->grant;
+}
+
+static int collect(void *arg, const char *name, const struct wattr *a,
+		   uint64_t cookie)
+{
+	char *s = arg;
+
+	sprintf(s + strlen(s), "%s:%llu:%llu;", name,
+		(unsigned long long)a->oid.id, (unsigned long long)cookie);
+	return 0;
+}
+
+static void replies(void)
+{
+	struct wattr a = sample(5), b2 = sample(6), x, y;
+	uint8_t p[4096], *q;
+	struct woid o = { 5, 6 };
+	struct pc_statfs sf;
+	struct pc_lock lk;
+	uint64_t h, next;
+	uint32_t n;
+	char s[512] = "";
+	bool eof;
+
+	memset(&x, 0, sizeof(x));
+	wattr_put(p, &a);
+	wattr_get(p, &x);
+	CHECK(attr_eq(&a, &x), "attr encode/decode identity");
+
+	wattr_put(p, &a);
+	reply(POHMEL_OP_GETATTR, 0, p, POHMEL_ATTR_SIZE);
+	CHECK(pc_getattr(&pc, &o, &x) == 0 && attr_eq(&a, &x),
+	      "GETATTR reply decodes");
+	reply(POHMEL_OP_GETATTR, ESTALE, NULL, 0);
+	CHECK(pc_getattr(&pc, &o, &x) == ESTALE, "error reply decodes");
+	reply(POHMEL_OP_GETATTR, ESTALE, p, 8);
+	CHECK(pc_getattr(&pc, &o, &x) == -EPROTO,
+	      "error reply with a body is a protocol error");
+	drain();
+
+	wattr_put(p, &a);
+	wattr_put(p + POHMEL_ATTR_SIZE, &b2);
+	reply(POHMEL_OP_MKDIR, 0, p, POHMEL_ENTRY_REPLY_SIZE);
+	CHECK(pc_mkobj(&pc, POHMEL_OP_MKDIR, &o, "d", 0755, 0, 0, NULL, &x,
+		       &y) == 0 && attr_eq(&x, &a) && attr_eq(&y, &b2),
+	      "entry reply decodes");
+
+	/* READDIR: two entries, names padded to 8. */
+	memset(p, 0, sizeof(p));
+	wattr_put(p, &a);
+	put32(p + POHMEL_ATTR_SIZE, 2);
+	put32(p + POHMEL_ATTR_SIZE + 4, POHMEL_READDIR_EOF);
+	q = p + POHMEL_READDIR_REPLY_SIZE;
+	wattr_put(q, &b2);
+	put64(q + POHMEL_ATTR_SIZE, 100);
+	put16(q + POHMEL_ATTR_SIZE + 8, 9);
+	memcpy(q + POHMEL_DIRENT_SIZE, "ninechars", 9);
+	q += POHMEL_DIRENT_SIZE + 16;
+	wattr_put(q, &a);
+	put64(q + POHMEL_ATTR_SIZE, 200);
+	put16(q + POHMEL_ATTR_SIZE + 8, 1);
+	memcpy(q + POHMEL_DIRENT_SIZE, "z", 1);
+	q += POHMEL_DIRENT_SIZE + 8;
+	reply(POHMEL_OP_READDIR, 0, p, (uint32_t)(q - p));
+	CHECK(pc_readdir(&pc, &o, 0, 4096, collect, s, &eof, &next) == 0 &&
+	      eof && next == 200 && !strcmp(s, "ninechars:6:100;z:5:200;"),
+	      "READDIR reply decodes (%s)", s);
+	reply(POHMEL_OP_READDIR, 0, p, (uint32_t)(q - p) - 8);
+	CHECK(pc_readdir(&pc, &o, 0, 4096, NULL, NULL, &eof, &next) ==
+	      -EPROTO, "truncated READDIR reply rejected");
+	drain();
+
+	wattr_put(p, &a);
+	put64(p + POHMEL_ATTR_SIZE, 0x1234567800000001ULL);
+	reply(POHMEL_OP_OPEN, 0, p, POHMEL_OPEN_REPLY_SIZE);
+	CHECK(pc_open(&pc, &o, 1, &h, &x) == 0 &&
+	      h == 0x1234567800000001ULL && attr_eq(&x, &a),
+	      "OPEN reply decodes");
+
+	wattr_put(p, &a);
+	put32(p + POHMEL_ATTR_SIZE, 5);
+	put32(p + POHMEL_ATTR_SIZE + 4, 0);
+	memcpy(p + POHMEL_IO_REPLY_SIZE, "hello", 5);
+	reply(POHMEL_OP_READ, 0, p, POHMEL_IO_REPLY_SIZE + 5);
+	{
+		char buf[16] = "";
+
+		CHECK(pc_read(&pc, &o, 0, 0, buf, 16, &n) == 0 && n == 5 &&
+		      !memcmp(buf, "hello", 5), "READ reply decodes");
+	}
+	put32(p + POHMEL_ATTR_SIZE, 3);
+	reply(POHMEL_OP_WRITE, 0, p, POHMEL_IO_REPLY_SIZE);
+	CHECK(pc_write(&pc, &o, 0, 0, "abc", 3, 0, &n) == 0 && n == 3,
+	      "WRITE reply decodes");
+
+	memset(p, 0, 48);
+	put64(p, 1000);
+	put64(p + 8, 900);
+	put64(p + 16, 800);
+	put64(p + 24, 70);
+	put64(p + 32, 60);
+	put32(p + 40, 4096);
+	put32(p + 44, 255);
+	reply(POHMEL_OP_STATFS, 0, p, POHMEL_STATFS_SIZE);
+	CHECK(pc_statfs(&pc, &o, &sf) == 0 && sf.blocks == 1000 &&
+	      sf.bfree == 900 && sf.bavail == 800 && sf.files == 70 &&
+	      sf.ffree == 60 && sf.bsize == 4096 && sf.namelen == 255,
+	      "STATFS reply decodes");
+
+	put32(p, 3);
+	put32(p + 4, 0);
+	memcpy(p + 8, "v\0w", 3);
+	reply(POHMEL_OP_GETXATTR, 0, p, 11);
+	{
+		char v[8];
+
+		CHECK(pc_getxattr(&pc, &o, "user.x", v, 8, &n) == 0 &&
+		      n == 3 && !memcmp(v, "v\0w", 3), "GETXATTR reply decodes");
+	}
+	reply(POHMEL_OP_GETXATTR, 0, p, 8);
+	CHECK(pc_getxattr(&pc, &o, "user.x", NULL, 0, &n) == 0 && n == 3,
+	      "GETXATTR size-only reply decodes");
+
+	pc_enc_lock(p, &o, 77, 10, 0, POHMEL_LOCK_RD, 0, 4321);
+	reply(POHMEL_OP_LOCK, 0, p, POHMEL_LOCK_SIZE);
+	CHECK(pc_lock(&pc, &o, 1, 0, 0, POHMEL_LOCK_WR, POHMEL_LOCK_TEST, 0,
+		      &lk) == 0 && lk.owner == 77 && lk.start == 10 &&
+	      lk.len == 0 && lk.type == POHMEL_LOCK_RD && lk.pid == 4321,
+	      "LOCK TEST reply decodes");
+
+	reply(POHMEL_OP_READLINK, 0, (const uint8_t *)"../x", 4);
+	{
+		char t[64];
+
+		CHECK(pc_readlink(&pc, &o, t, sizeof(t)) == 0 &&
+		      !strcmp(t, "../x"), "READLINK reply decodes");
+	}
+	{
+		char st[256];
+		size_t k = stats_format(st, sizeof(st));
+
+		reply(POHMEL_OP_STATS, 0, (uint8_t *)st, (uint32_t)k);
+		char got[512];
+
+		CHECK(pc_stats(&pc, got, sizeof(got)) == 0 &&
+		      !strncmp(got, "clients ", 8) && strlen(got) == k,
+		      "STATS reply decodes");
+	}
+	reply(POHMEL_OP_PING, 0, NULL, 0);
+	CHECK(pc_ping(&pc) == 0, "PING reply decodes");
+	drain();
+}
+
+int main(void)
+{
+	requests();
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) || pc_init(&pc))
+		return 1;
+	{
+		int big = 4 << 20;
+
+		setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
+		setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+	}
+	pc_connect_fd(&pc, sv[0]);
+	replies();
+	pc_disconnect(&pc);
+	return tap_done();
+}
