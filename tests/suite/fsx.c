@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -32,6 +33,12 @@ enum { W, R, MR, MW, TR, FA, RO, XR, NOP };
 static const char *opn[NOP] = {"write", "read", "mapread", "mapwrite", "truncate", "fallocate", "reopen",
 			       "read-other"};
 static long count[NOP];
+static unsigned long long op_ns[NOP];
+/* one long-lived shared mapping of the whole range (most map ops use it;
+ * some map a fresh window); stores into it are msync'd before anything reads
+ * through the other mount */
+static unsigned char *map;
+static int map_dirty;
 
 #define LOGN 32
 struct logent {
@@ -107,11 +114,30 @@ static void full_check(int f, const char *how)
 	compare(buf, 0, fsize, how);
 }
 
+static void map_sync(void)
+{
+	if (map_dirty && msync(map, maxlen, MS_SYNC) < 0)
+		fail("msync: %s", strerror(errno));
+	map_dirty = 0;
+}
+
+static void do_close(void)
+{
+	map_sync();
+	munmap(map, maxlen + (size_t)pagesz);
+	close(fd);
+	if (ofd >= 0)
+		close(ofd);
+}
+
 static void do_open(void)
 {
 	fd = open(fpath, O_RDWR);
 	if (fd < 0)
 		fail("open %s: %s", fpath, strerror(errno));
+	map = mmap(NULL, maxlen + (size_t)pagesz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		fail("mmap %zu bytes: %s", maxlen, strerror(errno));
 	if (opath) {
 		ofd = open(opath, O_RDONLY);
 		if (ofd < 0)
@@ -163,6 +189,16 @@ static void op_mapread(void)
 	size_t off = rnd_below(&seed, fsize), len = rlen(fsize - off);
 	size_t pg = off & ~(size_t)(pagesz - 1), mlen = len + (off - pg);
 	logop(MR, 0, off, len);
+	if (rnd_below(&seed, 8)) {
+		compare(map + off, off, len, "mapread (long-lived mapping)");
+		if (off + len == fsize && fsize % (size_t)pagesz) {
+			size_t tail = (size_t)pagesz - fsize % (size_t)pagesz;
+			for (size_t i = 0; i < tail; i++)
+				if (map[fsize + i])
+					fail("mapread: byte %zu past EOF is 0x%02x, not zero", fsize + i, map[fsize + i]);
+		}
+		return;
+	}
 	unsigned char *m = mmap(NULL, mlen, PROT_READ, MAP_SHARED, fd, (off_t)pg);
 	if (m == MAP_FAILED)
 		fail("mmap read: %s", strerror(errno));
@@ -194,11 +230,16 @@ static void op_mapwrite(void)
 		fsize = off + len;
 		oplog[opno % LOGN].size_after = fsize;
 	}
+	for (size_t i = 0; i < len; i++)
+		model[off + i] = (unsigned char)(opno * 11 + i * 5 + 3);
+	if (rnd_below(&seed, 8)) {
+		memcpy(map + off, model + off, len);
+		map_dirty = 1;
+		return;
+	}
 	unsigned char *m = mmap(NULL, mlen, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)pg);
 	if (m == MAP_FAILED)
 		fail("mmap write: %s", strerror(errno));
-	for (size_t i = 0; i < len; i++)
-		model[off + i] = (unsigned char)(opno * 11 + i * 5 + 3);
 	memcpy(m + (off - pg), model + off, len);
 	if (msync(m, mlen, MS_SYNC) < 0)
 		fail("msync: %s", strerror(errno));
@@ -208,8 +249,9 @@ static void op_mapwrite(void)
 static void op_truncate(void)
 {
 	/* bias toward small sizes and the current size neighbourhood */
-	size_t ns = rnd_below(&seed, 4) ? rnd_below(&seed, maxlen + 1)
-				       : (fsize + rnd_below(&seed, 8192) > maxlen ? maxlen : fsize + rnd_below(&seed, 8192));
+	size_t ns = rnd_below(&seed, 4) ? rnd_below(&seed, maxlen + 1) : fsize + rnd_below(&seed, 8192);
+	if (ns > maxlen)
+		ns = maxlen;
 	logop(TR, 0, ns, 0);
 	if (ftruncate(fd, (off_t)ns) < 0)
 		fail("ftruncate %zu: %s", ns, strerror(errno));
@@ -255,6 +297,15 @@ static void op_fallocate(void)
 		fsize = end;
 	}
 	oplog[opno % LOGN].size_after = fsize;
+}
+
+static void on_sigbus(int sig)
+{
+	(void)sig;
+	static const char msg[] = "not ok - fsx: SIGBUS: the file is shorter than the model says\n";
+	if (write(1, msg, sizeof(msg) - 1) < 0)
+		_exit(3);
+	_exit(3);
 }
 
 static void usage(void)
@@ -307,7 +358,10 @@ int main(int argc, char **argv)
 		die("create %s", fpath);
 	close(c);
 	do_open();
-	unsigned long long t0 = now_ns();
+	struct sigaction sa = {0};
+	sa.sa_handler = on_sigbus;
+	sigaction(SIGBUS, &sa, NULL);
+	unsigned long long t0 = now_ns(), t = t0;
 	for (opno = 0; opno < ops; opno++) {
 		unsigned long r = rnd_below(&seed, 100);
 		int op = r < 25 ? W : r < 47 ? R : r < 57 ? MR : r < 67 ? MW : r < 77 ? TR : r < 89 ? FA : r < 90 ? RO : XR;
@@ -321,19 +375,23 @@ int main(int argc, char **argv)
 		case MW: op_mapwrite(); break;
 		case TR: op_truncate(); break;
 		case FA: op_fallocate(); break;
-		case XR: op_read(ofd, XR); break;
+		case XR: map_sync(); op_read(ofd, XR); break;
 		case RO:
 			logop(RO, 0, 0, 0);
-			close(fd);
-			if (ofd >= 0)
-				close(ofd);
+			do_close();
 			do_open();
 			break;
 		}
+		unsigned long long t1 = now_ns();
+		op_ns[op] += t1 - t;
+		t = t1;
 		if (every && opno % every == every - 1) {
 			full_check(fd, "periodic full check");
-			if (ofd >= 0)
+			if (ofd >= 0) {
+				map_sync();
 				full_check(ofd, "periodic full check via the other mount");
+			}
+			t = now_ns();
 		}
 	}
 	double secs = (now_ns() - t0) / 1e9;
@@ -342,9 +400,13 @@ int main(int argc, char **argv)
 		 count[W], count[R], count[MR], count[MW], count[TR], count[FA], count[RO], count[XR]);
 	tap_diag("fallocate by mode: alloc %ld keep %ld punch %ld zero %ld zero-keep %ld", fa_done[0], fa_done[1],
 		 fa_done[2], fa_done[3], fa_done[4]);
-	close(fd);
-	if (ofd >= 0)
-		close(ofd);
+	char line[300];
+	int l = 0;
+	for (int k = 0; k < NOP; k++)
+		l += snprintf(line + l, sizeof(line) - (size_t)l, "%s %.0f ", opn[k],
+			      count[k] ? op_ns[k] / 1e3 / count[k] : 0.0);
+	tap_diag("mean microseconds per op: %s", line);
+	do_close();
 	fd = open(fpath, O_RDONLY);
 	opno = ops;
 	full_check(fd, "after close and re-open");
