@@ -87,6 +87,8 @@ static int send_req(struct pohmel_conn *c, struct pohmel_req *req)
 		return err;
 	}
 	atomic64_add(req->slen, &c->stats.bytes_sent);
+	pr_debug("send op %u tag %u seq %llu len %u%s\n", req->op, req->tag,
+		 req->seq, req->slen, req->resent ? " (replay)" : "");
 	return 0;
 }
 
@@ -209,6 +211,7 @@ static int conn_connect(struct pohmel_conn *c, struct socket **sockp)
 	struct socket *sock;
 	int err;
 
+	c->why = NULL;
 	err = sock_create_kern(&init_net, c->addr.ss_family, SOCK_STREAM,
 			       IPPROTO_TCP, &sock);
 	if (err)
@@ -391,6 +394,8 @@ static int recv_one(struct pohmel_conn *c, struct socket *sock)
 		goto out_free;
 	}
 	status = be32_to_cpu(h.status);
+	pr_debug("reply op %u tag %u status %u len %u\n", be16_to_cpu(h.op),
+		 req->tag, status, len);
 	if (be16_to_cpu(h.op) != req->op) {
 		finish_req_locked(c, req, -EIO);
 		err = -EPROTO;
@@ -415,8 +420,8 @@ out_free:
 
 proto:
 	atomic64_inc(&c->stats.proto_errors);
-	pr_warn_ratelimited("malformed message from server (op %u tag %u len %u): dropping connection\n",
-			    be16_to_cpu(h.op), be32_to_cpu(h.tag),
+	pr_warn_ratelimited("%pISpc: malformed message (op %u tag %u len %u): dropping the connection\n",
+			    &c->addr, be16_to_cpu(h.op), be32_to_cpu(h.tag),
 			    be32_to_cpu(h.len));
 	kvfree(buf);
 	return -EPROTO;
@@ -445,7 +450,7 @@ static int conn_thread(void *data)
 	unsigned long backoff = POHMEL_BACKOFF_MIN;
 	unsigned int nofs = memalloc_nofs_save();
 	struct socket *sock;
-	bool logged = false;
+	int logged = 0;		/* 1: lost said, 2: reason said too */
 	int err;
 
 	allow_signal(SIGKILL);
@@ -462,16 +467,22 @@ static int conn_thread(void *data)
 		if (kthread_should_stop())
 			break;
 		if (!logged)
-			pr_notice("connection to server lost, reconnecting\n");
-		logged = true;
+			pr_notice("%pISpc: connection lost, reconnecting\n",
+				  &c->addr);
 		err = conn_connect(c, &sock);
+		if (err && c->why && logged < 2) {
+			pr_warn("%pISpc: reconnect failed: %s\n", &c->addr,
+				c->why);
+			logged = 2;
+		}
+		logged = max(logged, 1);
 		if (err) {
 			schedule_timeout_interruptible(backoff);
 			backoff = min(backoff * 2, (unsigned long)POHMEL_BACKOFF_MAX);
 			continue;
 		}
-		pr_notice("reconnected to server\n");
-		logged = false;
+		pr_notice("%pISpc: reconnected\n", &c->addr);
+		logged = 0;
 		backoff = POHMEL_BACKOFF_MIN;
 		atomic64_inc(&c->stats.reconnects);
 		conn_up(c, sock);

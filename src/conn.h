@@ -124,6 +124,7 @@ struct pohmel_conn {
 
 	const struct pohmel_conn_ops *ops;
 	void *priv;
+	const char *why;		/* reason of the last handshake failure */
 };
 
 /* conn.c */

@@ -102,29 +102,30 @@ int pohmel_session_handshake(struct pohmel_conn *c, struct socket *sock)
 	if (err)
 		return err;
 	err = recv_reply(sock, POHMEL_OP_HELLO, 1, &reply, sizeof(reply));
+	if (err == -EPROTO)
+		c->why = "the answer to HELLO is not pohmeld's (wrong port?)";
 	if (err)
 		return err;
 	feat = be64_to_cpu(reply.features);
 	if (be32_to_cpu(reply.magic) != POHMEL_MAGIC ||
 	    be16_to_cpu(reply.major) != POHMEL_PROTO_MAJOR ||
 	    (feat & ~want)) {
-		pr_err("server speaks an incompatible protocol (version %u.%u, features %#llx)\n",
-		       be16_to_cpu(reply.major), be16_to_cpu(reply.minor),
-		       feat);
+		c->why = "the server speaks an incompatible protocol version or feature set";
 		return -EPROTONOSUPPORT;
 	}
 	if (s->keylen && !(feat & POHMEL_FEAT_AUTH)) {
-		pr_err("server has no key and cannot prove itself: configure the same key on the server (or mount without key=)\n");
+		c->why = "the server has no key and cannot prove itself: configure the same key on the server, or mount without key=";
 		return -EACCES;
 	}
 	s->max_msg = min_t(u32, be32_to_cpu(reply.max_msg), POHMEL_MAX_MSG);
 	if (s->max_msg < 65536) {
-		pr_err("server max message size %u is too small\n", s->max_msg);
+		c->why = "the server's maximum message size is below 64 KiB";
 		return -EPROTO;
 	}
 	if (s->server_boot_gen &&
 	    s->server_boot_gen != be64_to_cpu(reply.boot_gen))
-		pr_notice("server restarted: unanswered requests are replayed without its reply cache\n");
+		pr_notice("%pISpc: server restarted; unanswered requests are replayed without its reply cache\n",
+			  &c->addr);
 	s->server_boot_gen = be64_to_cpu(reply.boot_gen);
 	s->features = feat;
 
@@ -135,7 +136,7 @@ int pohmel_session_handshake(struct pohmel_conn *c, struct socket *sock)
 		if (err)
 			return err;
 		if (crypto_memneq(mac, reply.mac, POHMEL_MAC_LEN)) {
-			pr_err("server failed to prove it knows the key: check that client and server use the same key\n");
+			c->why = "the server failed to prove it knows the key: client and server need the same key";
 			return -EACCES;
 		}
 		err = pohmel_auth_mac(s->key, s->keylen, "pohmel-c",
@@ -148,6 +149,9 @@ int pohmel_session_handshake(struct pohmel_conn *c, struct socket *sock)
 	if (err)
 		return err;
 	err = recv_reply(sock, POHMEL_OP_AUTH, 2, attr, sizeof(attr));
+	if (err == -EACCES)
+		c->why = s->keylen ? "the server refused our key: client and server need the same key" :
+			 "the server requires a key: mount with key= (or keyfile= through mount.pohmel)";
 	if (err)
 		return err;
 	if (pohmel_check_attr((const void *)attr))

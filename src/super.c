@@ -292,7 +292,7 @@ static int pohmel_fill_super(struct super_block *sb, struct fs_context *fc)
 	err = pohmel_conn_start(c);
 	if (err) {
 		pr_err("mount %s: %pISpc: %s (error %d)\n", fc->source,
-		       &o->addr, connect_hint(err), err);
+		       &o->addr, c->why ?: connect_hint(err), err);
 		return err;
 	}
 	sbi->rsize = min_t(u32, o->rsize, c->sess.max_msg - 4096);
