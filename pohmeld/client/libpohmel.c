@@ -376,7 +376,8 @@ uint32_t pc_enc_xattr(uint8_t *b, const struct woid *o, uint32_t flags,
 	put32(b + 16, flags);
 	put32(b + 20, valuelen);
 	put16(b + 24, (uint16_t)nl);
-	memcpy(b + POHMEL_XATTR_SIZE, name, nl);
+	if (nl)
+		memcpy(b + POHMEL_XATTR_SIZE, name, nl);
 	if (vl)
 		memcpy(b + POHMEL_XATTR_SIZE + nl, val, vl);
 	return POHMEL_XATTR_SIZE + nl + vl;
@@ -418,7 +419,7 @@ uint32_t pc_enc_hello(uint8_t *b, uint64_t features, uint32_t max_msg,
 int pc_handshake(struct pc *c)
 {
 	static const uint8_t zero16[16];
-	uint8_t b[POHMEL_HELLO_SIZE], r[POHMEL_HELLO_SIZE];
+	uint8_t b[POHMEL_HELLO_SIZE], r[POHMEL_ATTR_SIZE + POHMEL_HELLO_SIZE];
 	uint8_t nonce_c[POHMEL_NONCE_LEN], mac[POHMEL_MAC_LEN];
 	uint64_t want = c->want_features;
 	uint32_t rl;

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/* integ_lib.h - start/stop pohmeld (socket activation + READY=1) and
+ * connect clients, for test_integ.c. */
+#ifndef INTEG_LIB_H
+#define INTEG_LIB_H
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "../client/libpohmel.h"
+
+static const char *server_bin;
+static char base[64];
+
+struct srvproc {
+	pid_t pid;
+	int port;
+};
+
+static int write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = write(fd, text, strlen(text));
+	close(fd);
+	return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/* Fork pohmeld with a listening socket passed as systemd would, and
+ * wait for its READY=1. */
+static int start_server(const char *name, const char *conf,
+			struct srvproc *sp)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	socklen_t sl = sizeof(sin);
+	char cpath[512], log[512], buf[256];
+	struct pollfd pfd;
+	int lfd, nfd;
+	ssize_t n;
+
+	snprintf(cpath, sizeof(cpath), "%s/%s.conf", base, name);
+	snprintf(log, sizeof(log), "%s/%s.log", base, name);
+	if (write_file(cpath, conf))
+		return -1;
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	if (lfd < 0 || bind(lfd, (void *)&sin, sizeof(sin)) ||
+	    listen(lfd, 128) || getsockname(lfd, (void *)&sin, &sl))
+		return -1;
+	sp->port = ntohs(sin.sin_port);
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/notify-%s", base,
+		 name);
+	unlink(sun.sun_path);
+	nfd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (nfd < 0 || bind(nfd, (void *)&sun, sizeof(sun)))
+		return -1;
+	sp->pid = fork();
+	if (sp->pid == 0) {
+		char pid[32];
+		int lf = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+
+		/* Never outlive a crashed test. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(lf, 2);
+		dup2(lfd, 3);
+		snprintf(pid, sizeof(pid), "%d", getpid());
+		setenv("LISTEN_FDS", "1", 1);
+		setenv("LISTEN_PID", pid, 1);
+		setenv("NOTIFY_SOCKET", sun.sun_path, 1);
+		execl(server_bin, server_bin, "-c", cpath, (char *)NULL);
+		_exit(127);
+	}
+	close(lfd);
+	pfd.fd = nfd;
+	pfd.events = POLLIN;
+	if (poll(&pfd, 1, 20000) != 1) {
+		close(nfd);
+		return -1;
+	}
+	n = recv(nfd, buf, sizeof(buf) - 1, 0);
+	close(nfd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	return strstr(buf, "READY=1") ? 0 : -1;
+}
+
+/* SIGTERM; returns the exit status (0 for a clean shutdown). */
+static int stop_server(struct srvproc *sp)
+{
+	int st;
+
+	if (sp->pid <= 0)
+		return -1;
+	kill(sp->pid, SIGTERM);
+	if (waitpid(sp->pid, &st, 0) != sp->pid)
+		return -1;
+	sp->pid = 0;
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	return 128 + WTERMSIG(st);
+}
+
+static int cl_open(struct pc *c, const struct srvproc *sp, uint32_t uid,
+		   uint32_t gid)
+{
+	int err;
+
+	if (pc_init(c))
+		return -ENOMEM;
+	c->uid = uid;
+	c->gid = gid;
+	err = pc_connect(c, "127.0.0.1", sp->port);
+	if (!err)
+		err = pc_handshake(c);
+	return err;
+}
+
+static void cl_close(struct pc *c)
+{
+	pc_disconnect(c);
+}
+#endif
