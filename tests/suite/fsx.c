@@ -364,7 +364,7 @@ int main(int argc, char **argv)
 	unsigned long long t0 = now_ns(), t = t0;
 	for (opno = 0; opno < ops; opno++) {
 		unsigned long r = rnd_below(&seed, 100);
-		int op = r < 25 ? W : r < 47 ? R : r < 57 ? MR : r < 67 ? MW : r < 77 ? TR : r < 89 ? FA : r < 90 ? RO : XR;
+		int op = r < 25 ? W : r < 52 ? R : r < 62 ? MR : r < 72 ? MW : r < 80 ? TR : r < 89 ? FA : r < 90 ? RO : XR;
 		if (op == XR && ofd < 0)
 			op = R;
 		count[op]++;

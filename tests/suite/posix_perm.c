@@ -54,6 +54,9 @@ static int as_b(void *arg)
 	CHECK_OK(utimensat(AT_FDCWD, p1("pm/open/rw"), NULL, 0), "perm: UTIME_NOW on a writable file works");
 	CHECK_ERR(utimensat(AT_FDCWD, p1("pm/rootdir/rf"), NULL, 0), EACCES,
 		  "perm: UTIME_NOW on a non-writable file -> EACCES");
+	CHECK_OK(chown(p1("pm/open/bsuid"), (uid_t)-1, GID_B), "suid: owner chgrp of own 06755 file");
+	tap_check(mode_of(p2("pm/open/bsuid")) == (S_IFREG | 0755),
+		  "suid: chgrp by the (non-root) owner cleared SUID and SGID (got %o)", mode_of(p2("pm/open/bsuid")));
 	/* sticky directory */
 	CHECK_ERR(unlink(p1("pm/sticky/a_file")), EPERM, "sticky: unlink another user's file -> EPERM");
 	CHECK_ERR(unlink(p2("pm/sticky/a_file")), EPERM, "sticky: unlink via mount 2 -> EPERM");
@@ -131,6 +134,7 @@ void test_perm(void)
 	bad |= mkfile("pm/xonly/f", 0, 0, 0644);
 	bad |= mkfile("pm/open/bfile", UID_B, GID_A, 0644);
 	bad |= mkfile("pm/open/rw", 0, 0, 0666);
+	bad |= mkfile("pm/open/bsuid", UID_B, GID_A, 06755);
 	bad |= mkfile("pm/open/suid", UID_A, GID_A, 06777);
 	bad |= mkfile("pm/open/suid2", UID_A, GID_A, 04666);
 	bad |= mkfile("pm/open/a0404", UID_A, GID_A, 0404);
