@@ -1,0 +1,319 @@
+#!/bin/bash
+# Guest side of `make bench` (run by tests/qemu/run as its --script, in the
+# bench root built by tests/bench/mkroot-bench). Arguments: KEY=VALUE
+# settings from tests/bench/run (BENCH_*). Runs the same workloads over every
+# filesystem in this one guest and prints one line per measurement:
+#   BENCH-INFO {json}      guest facts
+#   BENCH {json}           one timed run: fs, delay, workload, rep, secs, ok,
+#                          msgs (network messages: pohmel round trips, NFS
+#                          RPCs, SMB requests), srv_cpu (s), srv_rss_kb
+#   BENCH-SKIP {json}      a filesystem that could not be set up, and why
+# Other lines are progress. No timing is ever a pass/fail condition; the exit
+# status is 0 unless the script itself is broken.
+set -u
+for kv in "$@"; do
+	case $kv in
+	BENCH_[A-Z_]*=*) export "${kv?}" ;;
+	*) echo "guest.sh: ignoring argument '$kv'" ;;
+	esac
+done
+FILES=${BENCH_FILES:-3000}		# only for the report: the tarball has them
+SMALL=${BENCH_SMALL:-1000}		# small files created/stat'ed/unlinked
+SEQ_MB=${BENCH_SEQ_MB:-256}
+RAND_OPS=${BENCH_RAND_OPS:-2000}
+PAR=${BENCH_PAR:-4}			# parallel processes (alternating mounts)
+PAR_FILES=${BENCH_PAR_FILES:-200}
+REPS=${BENCH_REPS:-3}
+DELAYS=${BENCH_DELAYS:-0.2 0}		# added round-trip times on lo, ms
+FSLIST=${BENCH_FS:-ext4 tmpfs nfs3 nfs4 smb3 9p pohmel}
+WL_TIMEOUT=${BENCH_WL_TIMEOUT:-900}
+POHMEL_FAIL=${BENCH_POHMEL_FAIL:-}
+TREE=/opt/bench/tree.tar
+PL=/opt/bench/bench.pl
+SRV=/srv/bench
+OUT=/var/tmp/bench.out
+HZ=$(getconf CLK_TCK)
+export GIT_CONFIG_GLOBAL=/var/tmp/bench.gitconfig
+git config --global --add safe.directory '*'
+git config --global core.untrackedCache false
+
+T0=$(date +%s)
+log() { echo "# [$(($(date +%s) - T0))s] $*"; }
+jstr() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g' | tr '\n\t' '  '; }
+
+# --- guest facts -----------------------------------------------------------------
+ver() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo none; }
+printf 'BENCH-INFO {"kernel":"%s","vcpus":%s,"mem_mb":%s,"cpu":"%s","files":%s,"tree_bytes":%s,"small":%s,"seq_mb":%s,"rand_ops":%s,"par":%s,"par_files":%s,"reps":%s,"delays":"%s","fs":"%s","versions":{"nfs-kernel-server":"%s","samba":"%s","diod":"%s","cifs-utils":"%s"}}\n' \
+	"$(uname -r)" "$(nproc)" "$(($(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024))" \
+	"$(jstr "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)")" \
+	"$(tar -tf "$TREE" | grep -vc '/$')" "$(stat -c %s "$TREE")" "$SMALL" "$SEQ_MB" \
+	"$RAND_OPS" "$PAR" "$PAR_FILES" "$REPS" "$DELAYS" "$FSLIST" \
+	"$(ver nfs-kernel-server)" "$(ver samba)" "$(ver diod)" "$(ver cifs-utils)"
+
+# --- counters ------------------------------------------------------------------------
+# msgs FS: network messages so far on this filesystem's client mounts.
+msgs() {
+	case $1 in
+	pohmel) awk '/^device / { on = / with fstype pohmel/ } on && $1 == "round_trips:" { n += $2 }
+		     END { print n + 0 }' /proc/self/mountstats ;;
+	nfs3|nfs4) awk -v t="$([ "$1" = nfs3 ] && echo nfs || echo nfs4)" '
+		     /^device / { on = ($0 ~ (" with fstype " t "( |$)")); ops = 0; next }
+		     on && /per-op statistics/ { ops = 1; next }
+		     on && ops && $1 ~ /^[A-Z_0-9]+:$/ { n += $2 }
+		     END { print n + 0 }' /proc/self/mountstats ;;
+	smb3) awk '$1 == "SMBs:" { n += $2 } END { print n + 0 }' /proc/fs/cifs/Stats 2>/dev/null || echo 0 ;;
+	*) echo null ;;
+	esac
+}
+# srv_pids FS: the processes (or kernel threads) serving FS.
+srv_pids() {
+	case $1 in
+	pohmel) systemctl show -p MainPID --value pohmel-testd.service 2>/dev/null | grep -v '^0$' ;;
+	nfs3|nfs4) ps -e -o pid=,comm= | awk '$2 == "nfsd" { print $1 }' ;;
+	smb3) pidof smbd | tr ' ' '\n' ;;
+	9p) pidof diod ;;
+	esac
+}
+srv_ticks() {	# utime+stime of FS's server, clock ticks (-1: none)
+	local p t=0 any=0
+	for p in $(srv_pids "$1"); do
+		[ -r "/proc/$p/stat" ] || continue
+		any=1
+		t=$((t + $(sed 's/.*) //' "/proc/$p/stat" | awk '{ print $12 + $13 }')))
+	done
+	[ "$any" = 1 ] && echo "$t" || echo -1
+}
+srv_rss() {	# resident kB of FS's server processes (null: none/kernel)
+	local p r=0 any=0 v
+	for p in $(srv_pids "$1"); do
+		v=$(awk '$1 == "VmRSS:" { print $2 }' "/proc/$p/status" 2>/dev/null)
+		[ -n "$v" ] || continue
+		any=1 r=$((r + v))
+	done
+	[ "$any" = 1 ] && echo "$r" || echo null
+}
+
+# --- one measurement -------------------------------------------------------------------
+DELAY=0 FS= BROKEN=
+# measure WORKLOAD REP CMD...: time CMD (with the per-workload time limit),
+# print its BENCH line. A workload that times out marks FS broken (the rest
+# of FS's workloads are reported as skipped, not run).
+measure() {
+	local wl=$1 rep=$2 m0 m1 c0 c1 t0 t1 rc err msg cpu
+	shift 2
+	if [ -n "$BROKEN" ]; then
+		printf 'BENCH {"fs":"%s","delay":"%s","wl":"%s","rep":%s,"ok":false,"error":"%s"}\n' \
+			"$FS" "$DELAY" "$wl" "$rep" "$(jstr "not run: $BROKEN")"
+		return 1
+	fi
+	m0=$(msgs "$FS") c0=$(srv_ticks "$FS")
+	t0=$(date +%s%N)
+	timeout -k 10 "$WL_TIMEOUT" "$@" >"$OUT" 2>&1
+	rc=$?
+	t1=$(date +%s%N)
+	m1=$(msgs "$FS") c1=$(srv_ticks "$FS")
+	if [ "$m0" = null ]; then msg=null; else msg=$((m1 - m0)); fi
+	if [ "$c0" = -1 ] || [ "$c1" = -1 ]; then cpu=null
+	else cpu=$(awk -v a="$c0" -v b="$c1" -v h="$HZ" 'BEGIN { printf "%.2f", (b - a) / h }'); fi
+	if [ "$rc" = 0 ]; then
+		printf 'BENCH {"fs":"%s","delay":"%s","wl":"%s","rep":%s,"ok":true,"secs":%s,"msgs":%s,"srv_cpu":%s,"srv_rss_kb":%s}\n' \
+			"$FS" "$DELAY" "$wl" "$rep" \
+			"$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')" \
+			"$msg" "$cpu" "$(srv_rss "$FS")"
+		return 0
+	fi
+	err="exit $rc: $(tail -n 3 "$OUT")"
+	[ "$rc" = 124 ] || [ "$rc" = 137 ] && { err="timed out after ${WL_TIMEOUT}s"; BROKEN="$wl timed out"; }
+	printf 'BENCH {"fs":"%s","delay":"%s","wl":"%s","rep":%s,"ok":false,"error":"%s"}\n' \
+		"$FS" "$DELAY" "$wl" "$rep" "$(jstr "$err")"
+	log "$FS $wl rep $rep FAILED: $err"
+	return 1
+}
+
+drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+untar_sync() { tar -xf "$TREE" -C "$1" && sync; }
+rm_sync() { rm -rf "$1" && sync; }
+find_ls() { find "$1" -ls >/dev/null; }
+git_status() { git -C "$1" status --porcelain >/dev/null; }
+seq_write() { dd if=/dev/zero of="$1" bs=1M count="$SEQ_MB" conv=fsync status=none; }
+seq_read() { dd if="$1" of=/dev/null bs=1M status=none; }
+rand_read() { perl "$PL" rand "$1" "$RAND_OPS"; }
+par_run() {	# half the workers on each mount
+	local i d pids=() rc=0
+	for ((i = 0; i < PAR; i++)); do
+		if ((i % 2)); then d=$D2; else d=$D1; fi
+		perl "$PL" par "$d/par$i" "$PAR_FILES" &
+		pids+=($!)
+	done
+	for i in "${pids[@]}"; do wait "$i" || rc=1; done
+	return $rc
+}
+
+# run_workloads: every workload REPS times on $D1 (and $D2) of $FS.
+run_workloads() {
+	local r s
+	for ((r = 1; r <= REPS; r++)); do
+		s=$(date +%s)
+		rm -rf "$D1/t" "$D1/seq" "$D1/small" "$D1"/par* 2>/dev/null
+		mkdir -p "$D1/t"
+		measure untar "$r" untar_sync "$D1/t" &&
+			{ find_ls "$D1/t"; measure find "$r" find_ls "$D1/t"; } &&
+			{ git_status "$D1/t" >/dev/null 2>&1; measure git_status "$r" git_status "$D1/t"; }
+		measure rm "$r" rm_sync "$D1/t"
+		measure create "$r" perl "$PL" create "$D1/small" "$SMALL" &&
+			measure stat "$r" perl "$PL" stat "$D1/small" "$SMALL" &&
+			measure unlink "$r" perl "$PL" unlink "$D1/small" "$SMALL"
+		drop_caches
+		if measure seq_write "$r" seq_write "$D1/seq"; then
+			drop_caches
+			measure seq_read_cold "$r" seq_read "$D1/seq" &&
+				measure seq_read_warm "$r" seq_read "$D1/seq"
+			drop_caches
+			measure rand_read "$r" rand_read "$D1/seq"
+		fi
+		rm -f "$D1/seq"
+		measure parallel "$r" par_run
+		log "$FS delay ${DELAY}ms: rep $r/$REPS done in $(($(date +%s) - s))s"
+		[ -z "$BROKEN" ] || break
+	done
+}
+
+# --- filesystems: fs_up NAME sets D1 D2 (or returns 1 with $WHY) -----------------------
+WHY=
+NFSOPTS=${BENCH_NFS_OPTS:-proto=tcp,hard}
+fs_up() {
+	WHY=
+	case $1 in
+	ext4)	D1=/var/tmp/bench-ext4; D2=$D1; mkdir -p "$D1" ;;
+	tmpfs)	mkdir -p /mnt/bench-tmpfs
+		mount -t tmpfs -o size=$((SEQ_MB + 1024))m tmpfs /mnt/bench-tmpfs || { WHY="mount tmpfs"; return 1; }
+		D1=/mnt/bench-tmpfs; D2=$D1 ;;
+	nfs3|nfs4)
+		mkdir -p "$SRV/nfs3" "$SRV/nfs4" /mnt/bench-a /mnt/bench-b
+		cat >/etc/exports <<-EOT
+		$SRV/nfs3 127.0.0.1(rw,async,no_subtree_check,no_root_squash,fsid=101)
+		$SRV/nfs4 127.0.0.1(rw,sync,no_subtree_check,no_root_squash,fsid=102)
+		EOT
+		if ! systemctl start nfs-server >"$OUT" 2>&1; then
+			WHY="nfs-server did not start: $(tail -n 3 "$OUT")"; return 1
+		fi
+		local o
+		if [ "$1" = nfs3 ]; then o="vers=3,$NFSOPTS"; else o="vers=4.2,$NFSOPTS"; fi
+		mount -t nfs -o "$o" "127.0.0.1:$SRV/$1" /mnt/bench-a >"$OUT" 2>&1 &&
+			mount -t nfs -o "$o,nosharecache" "127.0.0.1:$SRV/$1" /mnt/bench-b >>"$OUT" 2>&1 ||
+			{ WHY="mount -t nfs -o $o: $(tail -n 3 "$OUT")"; return 1; }
+		D1=/mnt/bench-a; D2=/mnt/bench-b ;;
+	smb3)
+		mkdir -p "$SRV/smb" /mnt/bench-a /mnt/bench-b
+		cat >/etc/samba/smb.conf <<-EOT
+		[global]
+		  server role = standalone server
+		  server min protocol = SMB3
+		  disable netbios = yes
+		  smb ports = 445
+		  load printers = no
+		  printcap name = /dev/null
+		  disable spoolss = yes
+		  log file = /var/log/samba/log.%m
+		  log level = 0
+		[bench]
+		  path = $SRV/smb
+		  read only = no
+		  force user = root
+		EOT
+		printf 'bench\nbench\n' | smbpasswd -a -s root >"$OUT" 2>&1 ||
+			{ WHY="smbpasswd: $(tail -n 3 "$OUT")"; return 1; }
+		systemctl start smbd >"$OUT" 2>&1 || { WHY="smbd did not start: $(tail -n 3 "$OUT")"; return 1; }
+		local o=vers=3.1.1,username=root,password=bench,cache=strict,${BENCH_SMB_OPTS:-}
+		o=${o%,}
+		mount -t cifs -o "$o" //127.0.0.1/bench /mnt/bench-a >"$OUT" 2>&1 &&
+			mount -t cifs -o "$o,nosharesock" //127.0.0.1/bench /mnt/bench-b >>"$OUT" 2>&1 ||
+			{ WHY="mount -t cifs -o $o: $(tail -n 3 "$OUT")"; return 1; }
+		D1=/mnt/bench-a; D2=/mnt/bench-b ;;
+	9p)
+		command -v diod >/dev/null || { WHY="no 9p server (diod) in the guest"; return 1; }
+		mkdir -p "$SRV/9p" /mnt/bench-a /mnt/bench-b
+		diod -f -n -l 127.0.0.1:564 -e "$SRV/9p" -L stderr >/var/tmp/diod.log 2>&1 &
+		DIOD=$!
+		local i
+		for ((i = 0; i < 100; i++)); do
+			ss -Hltn 'sport = :564' | grep -q . && break
+			sleep 0.1
+		done
+		local o=trans=tcp,port=564,version=9p2000.L,aname=$SRV/9p,uname=root,access=user,msize=262144,${BENCH_9P_OPTS:-cache=mmap}
+		mount -t 9p -o "$o" 127.0.0.1 /mnt/bench-a >"$OUT" 2>&1 &&
+			mount -t 9p -o "$o" 127.0.0.1 /mnt/bench-b >>"$OUT" 2>&1 ||
+			{ WHY="mount -t 9p -o $o: $(tail -n 3 "$OUT") $(tail -n 3 /var/tmp/diod.log)"; return 1; }
+		D1=/mnt/bench-a; D2=/mnt/bench-b ;;
+	pohmel)
+		[ -z "$POHMEL_FAIL" ] || { WHY=$POHMEL_FAIL; return 1; }
+		[ -n "${POHMEL_MNT1:-}" ] || { WHY="not mounted by the harness"; return 1; }
+		D1=$POHMEL_MNT1/bench; D2=$POHMEL_MNT2/bench
+		mkdir -p "$D1" >"$OUT" 2>&1 || { WHY="mkdir on the mount: $(tail -n 3 "$OUT")"; return 1; }
+		;;
+	*)	WHY="unknown filesystem"; return 1 ;;
+	esac
+	mkdir -p "$D1" "$D2"
+}
+fs_down() {
+	case $1 in
+	ext4)	rm -rf "$D1" ;;
+	tmpfs)	umount /mnt/bench-tmpfs ;;
+	nfs3|nfs4)
+		rm -rf "${D1:?}"/* 2>/dev/null
+		umount /mnt/bench-b; umount /mnt/bench-a
+		systemctl stop nfs-server ;;
+	smb3)	rm -rf "${D1:?}"/* 2>/dev/null
+		umount /mnt/bench-b; umount /mnt/bench-a
+		systemctl stop smbd ;;
+	9p)	rm -rf "${D1:?}"/* 2>/dev/null
+		umount /mnt/bench-b; umount /mnt/bench-a
+		kill "$DIOD" 2>/dev/null; wait "$DIOD" 2>/dev/null ;;
+	pohmel)	[ -n "$BROKEN" ] || rm -rf "$D1" ;;
+	esac 2>/dev/null
+	return 0
+}
+
+set_delay() {	# round-trip ms added on lo (netem on each direction: half)
+	tc qdisc del dev lo root 2>/dev/null
+	[ "$1" = 0 ] && return 0
+	modprobe sch_netem 2>/dev/null
+	tc qdisc add dev lo root netem delay "$(awk -v r="$1" 'BEGIN { printf "%dus", r * 500 }')" ||
+		{ log "tc netem failed"; return 1; }
+}
+
+# --- main ---------------------------------------------------------------------------------
+log "bench: fs [$FSLIST], delays [$DELAYS] ms, $REPS reps, tree $TREE, seq ${SEQ_MB} MiB"
+first=1
+for DELAY in $DELAYS; do
+	set_delay "$DELAY" || continue
+	ping_rtt=$(ping -c 3 -i 0.2 -q 127.0.0.1 2>/dev/null | sed -n 's/.*= [0-9.]*\/\([0-9.]*\)\/.*/\1/p')
+	log "delay ${DELAY} ms round trip on lo (ping avg ${ping_rtt:-?} ms): $(tc qdisc show dev lo | head -n 1)"
+	for FS in $FSLIST; do
+		case $FS in
+		# Local filesystems do not go through lo: measured once.
+		ext4|tmpfs) [ "$first" = 1 ] || continue; d=$DELAY; DELAY=local ;;
+		*) d=$DELAY ;;
+		esac
+		BROKEN=
+		log "$FS (delay $DELAY): setting up"
+		if fs_up "$FS"; then
+			run_workloads
+			fs_down "$FS"
+		else
+			log "$FS: SKIPPED: $WHY"
+			printf 'BENCH-SKIP {"fs":"%s","delay":"%s","why":"%s"}\n' "$FS" "$DELAY" "$(jstr "$WHY")"
+			fs_down "$FS"
+		fi
+		DELAY=$d
+	done
+	first=0
+done
+tc qdisc del dev lo root 2>/dev/null
+if [ -n "$(srv_pids pohmel)" ]; then
+	printf 'BENCH-POHMELD {"vmhwm_kb":%s,"vmrss_kb":%s}\n' \
+		"$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$(srv_pids pohmel)/status")" \
+		"$(awk '$1 == "VmRSS:" { print $2 }' "/proc/$(srv_pids pohmel)/status")"
+fi
+log "bench: done"
+exit 0

@@ -1,0 +1,330 @@
+#!/usr/bin/env python3
+"""Turn the guest's BENCH lines into latest.md, latest.json and latest.png.
+
+    report.py --log OUTPUT.LOG --host HOST.JSON --out DIR
+
+Per (delay, filesystem, workload): the median wall time of the repetitions,
+its spread (min..max), ratios against local ext4 and against NFSv4.2 at the
+same delay, network messages, server CPU time and server resident memory.
+A workload that failed (or could not run) is reported as failed, never
+dropped. stdlib only; the PNG needs matplotlib and is skipped without it.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+
+FS_ORDER = ["ext4", "tmpfs", "pohmel", "nfs3", "nfs4", "smb3", "9p"]
+FS_LABEL = {"ext4": "ext4 (local)", "tmpfs": "tmpfs", "nfs3": "NFSv3 async",
+            "nfs4": "NFSv4.2", "smb3": "SMB3 (Samba)", "9p": "9p (diod)",
+            "pohmel": "pohmelfs"}
+WL_ORDER = ["untar", "find", "git_status", "rm", "create", "stat", "unlink",
+            "seq_write", "seq_read_cold", "seq_read_warm", "rand_read",
+            "parallel"]
+LOCAL = ("ext4", "tmpfs")
+
+
+def wl_label(wl, g):
+    return {
+        "untar": "untar + sync (%s files)" % g.get("files", "?"),
+        "find": "warm find -ls",
+        "git_status": "warm git status",
+        "rm": "rm -r + sync",
+        "create": "create %s × 4 KiB" % g.get("small", "?"),
+        "stat": "stat %s" % g.get("small", "?"),
+        "unlink": "unlink %s" % g.get("small", "?"),
+        "seq_write": "seq write %s MiB + fsync" % g.get("seq_mb", "?"),
+        "seq_read_cold": "seq read, cold cache",
+        "seq_read_warm": "seq read, warm cache",
+        "rand_read": "random 4 KiB reads × %s (cold)" % g.get("rand_ops", "?"),
+        "parallel": "parallel: %s procs × %s files, 2 mounts" % (
+            g.get("par", "?"), g.get("par_files", "?")),
+    }.get(wl, wl)
+
+
+def parse(path):
+    guest, runs, skips, pohmeld = {}, [], [], {}
+    with open(path, errors="replace") as f:
+        for line in f:
+            line = line.rstrip("\r\n")
+            tag, _, rest = line.partition(" ")
+            if tag not in ("BENCH", "BENCH-INFO", "BENCH-SKIP", "BENCH-POHMELD"):
+                continue
+            try:
+                obj = json.loads(rest)
+            except ValueError:
+                print("report: unparsable line: %s" % line[:120], file=sys.stderr)
+                continue
+            if tag == "BENCH":
+                runs.append(obj)
+            elif tag == "BENCH-INFO":
+                guest = obj
+            elif tag == "BENCH-SKIP":
+                skips.append(obj)
+            else:
+                pohmeld = obj
+    return guest, runs, skips, pohmeld
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def aggregate(guest, runs, skips):
+    cells = {}
+    for r in runs:
+        c = cells.setdefault((r["delay"], r["fs"], r["wl"]), {
+            "delay": r["delay"], "fs": r["fs"], "wl": r["wl"], "secs": [],
+            "msgs": [], "srv_cpu": [], "srv_rss_kb": [], "errors": []})
+        if r.get("ok"):
+            c["secs"].append(r["secs"])
+            c["msgs"].append(r.get("msgs"))
+            c["srv_cpu"].append(r.get("srv_cpu"))
+            c["srv_rss_kb"].append(r.get("srv_rss_kb"))
+        else:
+            c["errors"].append(r.get("error", "failed"))
+    delays = [d for d in str(guest.get("delays", "")).split() if d]
+    for d in sorted({c["delay"] for c in cells.values()} - {"local"}):
+        if d not in delays:
+            delays.append(d)
+    # A skipped filesystem: every workload is "failed" with the reason.
+    for s in skips:
+        ds = [s["delay"]] if s["delay"] != "local" else ["local"]
+        for d in ds:
+            for wl in WL_ORDER:
+                cells.setdefault((d, s["fs"], wl), {
+                    "delay": d, "fs": s["fs"], "wl": wl, "secs": [], "msgs": [],
+                    "srv_cpu": [], "srv_rss_kb": [],
+                    "errors": ["skipped: " + s["why"]]})
+    out = []
+    for c in cells.values():
+        s = c["secs"]
+        ok = bool(s) and not c["errors"]
+        rss = [x for x in c["srv_rss_kb"] if x is not None]
+        out.append({
+            "delay": c["delay"], "fs": c["fs"], "wl": c["wl"],
+            "ok": ok, "reps": s, "n_ok": len(s), "n_failed": len(c["errors"]),
+            "median_s": med(s) if s else None,
+            "min_s": min(s) if s else None, "max_s": max(s) if s else None,
+            "msgs_median": med(c["msgs"]),
+            "srv_cpu_median_s": med(c["srv_cpu"]),
+            "srv_rss_kb_max": max(rss) if rss else None,
+            "error": c["errors"][0] if c["errors"] else None,
+        })
+    idx = {(r["delay"], r["fs"], r["wl"]): r for r in out}
+
+    def base(delay, fs, wl):
+        r = idx.get((delay, fs, wl)) or idx.get(("local", fs, wl))
+        return r["median_s"] if r and r["ok"] else None
+
+    for r in out:
+        d = r["delay"]
+        for key, ref in (("ratio_ext4", "ext4"), ("ratio_nfs4", "nfs4")):
+            b = base(d, ref, r["wl"]) if d != "local" else (
+                base("local", ref, r["wl"]) if ref == "ext4" else None)
+            r[key] = (r["median_s"] / b) if (r["ok"] and b) else None
+    keyf = lambda r: (r["delay"] != "local", r["delay"],
+                      FS_ORDER.index(r["fs"]) if r["fs"] in FS_ORDER else 99,
+                      WL_ORDER.index(r["wl"]) if r["wl"] in WL_ORDER else 99)
+    out.sort(key=keyf)
+    return out, idx, delays
+
+
+def fmt_s(x):
+    if x is None:
+        return "–"
+    return "%.3g" % x if x < 10 else "%.0f" % x
+
+
+def columns(results, delay):
+    present = {r["fs"] for r in results if r["delay"] in (delay, "local")}
+    return [f for f in FS_ORDER if f in present]
+
+
+def cell_time(idx, delay, fs, wl):
+    r = idx.get((delay, fs, wl)) or idx.get(("local", fs, wl))
+    if r is None:
+        return "n/a"
+    if not r["ok"]:
+        return "failed" if not (r["error"] or "").startswith("skipped") else "skipped"
+    m, lo, hi = r["median_s"], r["min_s"], r["max_s"]
+    spread = (hi - lo) / 2 / m * 100 if m else 0
+    return "%s s ±%.0f%%" % (fmt_s(m), spread) if r["n_ok"] > 1 else "%s s" % fmt_s(m)
+
+
+def cell_ratio(idx, delay, fs, wl, key):
+    r = idx.get((delay, fs, wl)) or idx.get(("local", fs, wl))
+    if r is None:
+        return "n/a"
+    if not r["ok"]:
+        return "failed"
+    v = r[key]
+    if v is None:
+        return "–"
+    return "%.2f×" % v if v < 10 else "%.0f×" % v
+
+
+def markdown(guest, host, results, idx, delays, skips, pohmeld):
+    L = []
+    g = guest
+    L.append("Measured %s on %s (%s cores, %s GiB; host load %s before, %s after) in a "
+             "QEMU TCG guest: Debian %s, %s vCPU, %s MiB. Server and clients in the "
+             "same guest over loopback. Median of %s repetitions, ±half the "
+             "min–max spread; lower is better. The tree: %s files (%.0f MB tar) "
+             "of Linux headers as a git checkout."
+             % (host.get("finished", "?"), host.get("host_cpu", "?"),
+                host.get("host_cpus", "?"), host.get("host_mem_gb", "?"),
+                host.get("load_before", "?"), host.get("load_after", "?"),
+                g.get("kernel", "?"), g.get("vcpus", "?"), g.get("mem_mb", "?"),
+                g.get("reps", "?"), g.get("files", "?"),
+                (g.get("tree_bytes") or 0) / 1e6))
+    L.append("")
+    for d in delays:
+        cols = columns(results, d)
+        title = ("%s ms round trip added on lo (tc netem)" % d) if d != "0" else \
+            "no added delay"
+        L.append("#### Wall time, %s" % title)
+        L.append("")
+        L.append("| workload | " + " | ".join(FS_LABEL.get(c, c) for c in cols) + " |")
+        L.append("|---" * (len(cols) + 1) + "|")
+        for wl in WL_ORDER:
+            if not any((d, c, wl) in idx or ("local", c, wl) in idx for c in cols):
+                continue
+            L.append("| %s | " % wl_label(wl, g) +
+                     " | ".join(cell_time(idx, d, c, wl) for c in cols) + " |")
+        L.append("")
+        net = [c for c in cols if c not in LOCAL]
+        for key, what in (("ratio_ext4", "local ext4"), ("ratio_nfs4", "NFSv4.2")):
+            L.append("Ratio against %s (%s; below 1 is faster):" % (what, title))
+            L.append("")
+            L.append("| workload | " + " | ".join(FS_LABEL.get(c, c) for c in net) + " |")
+            L.append("|---" * (len(net) + 1) + "|")
+            for wl in WL_ORDER:
+                if not any((d, c, wl) in idx for c in net):
+                    continue
+                L.append("| %s | " % wl_label(wl, g) +
+                         " | ".join(cell_ratio(idx, d, c, wl, key) for c in net) + " |")
+            L.append("")
+        L.append("Network messages (pohmelfs: round trips from its counters in "
+                 "/proc/self/mountstats; NFS: RPCs; SMB: requests) and server CPU "
+                 "seconds (pohmeld; nfsd threads; smbd; diod), medians per run, %s:" % title)
+        L.append("")
+        L.append("| workload | " + " | ".join("%s msgs | %s CPU s" % (
+            FS_LABEL.get(c, c), FS_LABEL.get(c, c)) for c in net) + " |")
+        L.append("|---" * (2 * len(net) + 1) + "|")
+        for wl in WL_ORDER:
+            row = []
+            for c in net:
+                r = idx.get((d, c, wl))
+                if r is None or not r["ok"]:
+                    row += ["failed" if r else "n/a", ""]
+                    continue
+                m = r["msgs_median"]
+                row.append("–" if m is None else "%d" % m)
+                cpu = r["srv_cpu_median_s"]
+                row.append("–" if cpu is None else "%.2f" % cpu)
+            if any(x not in ("n/a", "") for x in row):
+                L.append("| %s | " % wl_label(wl, g) + " | ".join(row) + " |")
+        L.append("")
+        rss = [r["srv_rss_kb_max"] for r in results
+               if r["delay"] == d and r["fs"] == "pohmel" and r["srv_rss_kb_max"]]
+        if rss:
+            L.append("pohmeld resident memory (%s): up to %.1f MiB during the "
+                     "workloads." % (title, max(rss) / 1024))
+            L.append("")
+    if pohmeld.get("vmhwm_kb"):
+        L.append("pohmeld peak resident memory over the whole run (VmHWM): %.1f MiB."
+                 % (pohmeld["vmhwm_kb"] / 1024))
+        L.append("")
+    for s in skips:
+        L.append("- %s (%s): not measured: %s" % (
+            FS_LABEL.get(s["fs"], s["fs"]), s["delay"], s["why"]))
+    failed = [r for r in results if not r["ok"] and r["error"]
+              and not r["error"].startswith("skipped")]
+    for r in failed:
+        L.append("- %s, %s, %s: failed: %s" % (
+            FS_LABEL.get(r["fs"], r["fs"]), r["delay"], r["wl"], r["error"][:200]))
+    return "\n".join(L).rstrip() + "\n"
+
+
+def chart(path, guest, results, idx, delays):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("report: no matplotlib; no PNG", file=sys.stderr)
+        return False
+    wls = [w for w in WL_ORDER if any(r["wl"] == w for r in results)]
+    fig, axes = plt.subplots(len(delays), 1, figsize=(14, 4.8 * len(delays)),
+                             squeeze=False)
+    for ax, d in zip(axes[:, 0], delays):
+        cols = columns(results, d)
+        width = 0.8 / max(1, len(cols))
+        for i, c in enumerate(cols):
+            xs, ys, lo, hi, fx = [], [], [], [], []
+            for j, wl in enumerate(wls):
+                r = idx.get((d, c, wl)) or idx.get(("local", c, wl))
+                x = j + (i - (len(cols) - 1) / 2) * width
+                if r and r["ok"]:
+                    xs.append(x)
+                    ys.append(r["median_s"])
+                    lo.append(r["median_s"] - r["min_s"])
+                    hi.append(r["max_s"] - r["median_s"])
+                elif r:
+                    fx.append(x)
+            ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2,
+                   label=FS_LABEL.get(c, c))
+            for x in fx:
+                ax.text(x, 0.01, "failed", rotation=90, fontsize=6,
+                        ha="center", va="bottom",
+                        transform=ax.get_xaxis_transform())
+        ax.set_yscale("log")
+        ax.set_ylabel("seconds (log), lower is better")
+        ax.set_xticks(range(len(wls)))
+        ax.set_xticklabels([wl_label(w, guest) for w in wls], rotation=25,
+                           ha="right", fontsize=7)
+        ax.set_title("%s" % (("%s ms round trip added on lo" % d) if d != "0"
+                              else "no added delay"))
+        ax.grid(axis="y", which="both", alpha=0.3)
+        ax.legend(fontsize=7, ncol=len(cols))
+    fig.suptitle("POHMELFS bench: one QEMU TCG guest, %s, median of %s"
+                 % (guest.get("kernel", "?"), guest.get("reps", "?")))
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return True
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--log", required=True)
+    ap.add_argument("--host")
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    host = {}
+    if a.host and os.path.exists(a.host):
+        with open(a.host) as f:
+            host = json.load(f)
+    guest, runs, skips, pohmeld = parse(a.log)
+    if not runs and not skips:
+        print("report: no BENCH lines in %s" % a.log, file=sys.stderr)
+        return 1
+    results, idx, delays = aggregate(guest, runs, skips)
+    os.makedirs(a.out, exist_ok=True)
+    md = markdown(guest, host, results, idx, delays, skips, pohmeld)
+    with open(os.path.join(a.out, "latest.md"), "w") as f:
+        f.write(md)
+    doc = {"host": host, "guest": guest, "pohmeld": pohmeld, "skipped": skips,
+           "delays_ms": delays, "log": os.path.basename(a.log), "results": results}
+    with open(os.path.join(a.out, "latest.json"), "w") as f:
+        json.dump(doc, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    chart(os.path.join(a.out, "latest.png"), guest, results, idx, delays)
+    sys.stdout.write(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
