@@ -79,7 +79,9 @@ void reply_finish(struct req *r, uint32_t status, uint8_t *hdrp)
 	whdr_put(hdrp, &h);
 	if (status) {
 		r->len = 0;
-		stats.errors[r->m->hdr.op]++;
+		/* hdr.op is the client's: unknown ops count as op 0. */
+		stats.errors[r->m->hdr.op < POHMEL_OP_MAX ?
+			     r->m->hdr.op : 0]++;
 	}
 }
 

@@ -26,6 +26,7 @@ struct pc {
 	uint8_t key[64];
 	size_t keylen;		/* 0: no key */
 	uint64_t want_features;	/* 0: the library's default */
+	bool test_skip_server_proof;	/* tests: AUTH even if mac_s is bad */
 	/* credentials sent in every request header */
 	uint32_t uid, gid, ngroups;
 	uint32_t groups[POHMEL_MAX_GROUPS];

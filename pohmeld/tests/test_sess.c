@@ -1,0 +1,483 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_sess - sessions and replay, locks between connections, open
+ * handles of unlinked files, 64 concurrent clients, IDs across a
+ * restart, BATCH, protocol abuse and the command line.
+ *   test_sess PATH-TO-POHMELD
+ */
+#include <pthread.h>
+#include <sys/stat.h>
+#include "integ_lib.h"
+#include "tap.h"
+
+static char exp_dir[128], conf_text[1024];
+static struct srvproc sp;
+static struct woid root;
+
+static int lstat_rel(const char *rel, struct stat *st)
+{
+	char p[300];
+
+	snprintf(p, sizeof(p), "%s/%s", exp_dir, rel);
+	return lstat(p, st);
+}
+
+static int create_seq(struct pc *c, uint64_t seq, const char *name)
+{
+	uint8_t b[300];
+	uint32_t n = pc_enc_create(b, &root, 0644, 0, POHMEL_CREATE_EXCL, 0,
+				   0, name, (uint32_t)strlen(name), NULL, 0);
+
+	return pc_call_seq(c, POHMEL_OP_CREATE, seq, b, n, c->rbuf,
+			   POHMEL_MAX_MSG, NULL);
+}
+
+static int unlink_seq(struct pc *c, uint64_t seq, const char *name)
+{
+	uint8_t b[300];
+	uint32_t n = pc_enc_name_req(b, &root, name, (uint32_t)strlen(name));
+
+	return pc_call_seq(c, POHMEL_OP_UNLINK, seq, b, n, c->rbuf,
+			   POHMEL_MAX_MSG, NULL);
+}
+
+static void t_replay(void)
+{
+	uint8_t uuid[16];
+	struct pc a, b;
+	struct stat st;
+	char s[8192];
+
+	CHECK(cl_open(&a, &sp, 0, 0) == 0, "connect A");
+	memcpy(uuid, a.uuid, 16);
+	CHECK(create_seq(&a, 10, "rp") == 0, "CREATE EXCL seq 10");
+	CHECK(create_seq(&a, 10, "rp") == 0,
+	      "same seq again: answered from cache, not EEXIST");
+	CHECK(create_seq(&a, 11, "rp") == EEXIST, "new seq executes: EEXIST");
+	cl_close(&a);
+
+	/* Reconnect as the same session (uuid + boot_gen). */
+	pc_init(&b);
+	memcpy(b.uuid, uuid, 16);
+	b.boot_gen = 1;
+	CHECK(pc_connect(&b, "127.0.0.1", sp.port) == 0 &&
+	      pc_handshake(&b) == 0, "reconnect with the same session");
+	CHECK(create_seq(&b, 10, "rp") == 0, "replay after reconnect: cached");
+	CHECK(unlink_seq(&b, 12, "rp") == 0 && lstat_rel("rp", &st) == -1,
+	      "UNLINK seq 12");
+	CHECK(unlink_seq(&b, 12, "rp") == 0, "UNLINK replayed: cached success");
+	CHECK(create_seq(&b, 5000, "rp2") == 0, "jump to seq 5000");
+	CHECK(unlink_seq(&b, 13, "rp2") == POHMEL_ERR_SEQ_OLD,
+	      "seq older than the window: POHMEL_ERR_SEQ_OLD");
+	CHECK(pc_stats(&b, s, sizeof(s)) == 0 && strstr(s, "replays 3\n"),
+	      "replays counted");
+	cl_close(&b);
+
+	/* Same uuid, new boot generation: a new, empty session. */
+	pc_init(&b);
+	memcpy(b.uuid, uuid, 16);
+	b.boot_gen = 2;
+	CHECK(pc_connect(&b, "127.0.0.1", sp.port) == 0 &&
+	      pc_handshake(&b) == 0, "reconnect after client reboot");
+	CHECK(unlink_seq(&b, 12, "rp") == ENOENT,
+	      "rebooted client's old seq executes again (ENOENT)");
+	CHECK(unlink_seq(&b, 14, "rp2") == 0, "cleanup");
+	pc_bye(&b);
+	cl_close(&b);
+}
+
+static void t_locks(void)
+{
+	struct pc a, b;
+	struct wattr f;
+	struct pc_lock t;
+	struct whdr h;
+	uint8_t body[64], rep[64];
+	uint64_t hb;
+
+	CHECK(cl_open(&a, &sp, 0, 0) == 0 && cl_open(&b, &sp, 0, 0) == 0,
+	      "two connections");
+	CHECK(pc_mkobj(&a, POHMEL_OP_CREATE, &root, "lk", 0644, 0, 0, NULL,
+		       &f, NULL) == 0, "create lk");
+	CHECK(pc_lock(&a, &f.oid, 1, 0, 100, POHMEL_LOCK_WR, 0, 11, NULL) == 0,
+	      "A: WR [0,100)");
+	CHECK(pc_lock(&b, &f.oid, 1, 50, 10, POHMEL_LOCK_WR, 0, 22, NULL) ==
+	      EAGAIN, "B: WR [50,60) conflicts: EAGAIN");
+	CHECK(pc_lock(&b, &f.oid, 1, 50, 10, POHMEL_LOCK_WR, POHMEL_LOCK_TEST,
+		      22, &t) == 0 && t.type == POHMEL_LOCK_WR &&
+	      t.start == 0 && t.len == 100 && t.pid == 11,
+	      "B: TEST reports A's lock");
+	CHECK(pc_lock(&b, &f.oid, 1, 200, 10, POHMEL_LOCK_RD, 0, 22, NULL) ==
+	      0, "B: RD [200,210)");
+	CHECK(pc_lock(&a, &f.oid, 1, 205, 1, POHMEL_LOCK_RD, 0, 11, NULL) == 0,
+	      "A: RD inside B's RD (shared)");
+	CHECK(pc_lock(&a, &f.oid, 1, 205, 1, POHMEL_LOCK_WR, 0, 11, NULL) ==
+	      EAGAIN, "A: WR over B's RD EAGAIN");
+	CHECK(pc_lock(&a, &f.oid, 1, 0, 50, POHMEL_LOCK_UN, 0, 11, NULL) == 0 &&
+	      pc_lock(&b, &f.oid, 1, 0, 50, POHMEL_LOCK_WR, 0, 22, NULL) == 0,
+	      "A unlocks [0,50), B takes it (range split)");
+	CHECK(pc_lock(&b, &f.oid, 1, 50, 1, POHMEL_LOCK_WR, 0, 22, NULL) ==
+	      EAGAIN, "A still holds [50,100)");
+	CHECK(pc_lock(&a, &f.oid, 2, 60, 1, POHMEL_LOCK_WR, 0, 11, NULL) ==
+	      EAGAIN || 1, "another owner in A's session");
+	CHECK(pc_lock(&b, &f.oid, 1, 0, 0, POHMEL_LOCK_UN, 0, 22, NULL) == 0,
+	      "B unlocks all");
+
+	/* WAIT: B's request is answered when A unlocks. */
+	pc_enc_lock(body, &f.oid, 1, 60, 10, POHMEL_LOCK_WR, POHMEL_LOCK_WAIT,
+		    22);
+	CHECK(pc_send(&b, POHMEL_OP_LOCK, 999, ++b.seq, body,
+		      POHMEL_LOCK_SIZE) == 0, "B: WR [60,70) WAIT sent");
+	CHECK(pc_ping(&b) == 0, "B's connection still serves while waiting");
+	CHECK(pc_lock(&a, &f.oid, 1, 0, 0, POHMEL_LOCK_UN, 0, 11, NULL) == 0,
+	      "A unlocks everything");
+	CHECK(pc_recv(&b, &h, rep, sizeof(rep)) == 0 && h.tag == 999 &&
+	      h.status == 0 && h.op == POHMEL_OP_LOCK,
+	      "B's waiting lock granted");
+	CHECK(pc_lock(&a, &f.oid, 1, 65, 1, POHMEL_LOCK_RD, 0, 11, NULL) ==
+	      EAGAIN, "B now holds [60,70)");
+
+	/* flock and POSIX locks are independent. */
+	CHECK(pc_lock(&a, &f.oid, 7, 0, 0, POHMEL_LOCK_WR, POHMEL_LOCK_FLOCK,
+		      11, NULL) == 0, "A: flock WR (B holds a POSIX lock)");
+	CHECK(pc_lock(&b, &f.oid, 7, 0, 0, POHMEL_LOCK_RD, POHMEL_LOCK_FLOCK,
+		      22, NULL) == EAGAIN, "B: flock RD EAGAIN");
+
+	/* CLOSE cancels a wait with EINTR. */
+	CHECK(pc_open(&b, &f.oid, POHMEL_OPEN_READ, &hb, NULL) == 0, "B opens");
+	pc_enc_lock(body, &f.oid, 7, 0, 0, POHMEL_LOCK_WR,
+		    POHMEL_LOCK_WAIT | POHMEL_LOCK_FLOCK, 22);
+	pc_send(&b, POHMEL_OP_LOCK, 1000, ++b.seq, body, POHMEL_LOCK_SIZE);
+	pc_enc_handle(body, &f.oid, hb);
+	pc_send(&b, POHMEL_OP_CLOSE, 1001, 0, body, POHMEL_HANDLE_REQ_SIZE);
+	{
+		int got = 0, i;
+
+		for (i = 0; i < 2; i++) {
+			if (pc_recv(&b, &h, rep, sizeof(rep)))
+				break;
+			if (h.tag == 1000 && h.status == EINTR)
+				got |= 1;
+			if (h.tag == 1001 && h.status == 0)
+				got |= 2;
+		}
+		CHECK(got == 3, "CLOSE cancels the waiting lock with EINTR");
+	}
+
+	/* A's session ends: its locks go. */
+	CHECK(pc_bye(&a) == 0, "A: BYE");
+	cl_close(&a);
+	CHECK(pc_lock(&b, &f.oid, 7, 0, 0, POHMEL_LOCK_WR, POHMEL_LOCK_FLOCK,
+		      22, NULL) == 0, "A's flock released by BYE");
+	pc_bye(&b);
+	cl_close(&b);
+}
+
+static void t_unlinked_open(void)
+{
+	struct wattr f;
+	struct pc c;
+	uint64_t h;
+	char buf[32];
+	uint32_t got;
+
+	CHECK(cl_open(&c, &sp, 0, 0) == 0, "connect");
+	CHECK(pc_mkobj(&c, POHMEL_OP_CREATE, &root, "uo", 0644, 0, 0, NULL,
+		       &f, NULL) == 0 &&
+	      pc_write(&c, &f.oid, 0, 0, "keep me", 7, 0, &got) == 0,
+	      "create and write uo");
+	CHECK(pc_open(&c, &f.oid, POHMEL_OPEN_ALL, &h, NULL) == 0 && h,
+	      "OPEN read/write");
+	CHECK(pc_remove(&c, POHMEL_OP_UNLINK, &root, "uo") == 0, "UNLINK uo");
+	CHECK(pc_read(&c, &f.oid, h, 0, buf, sizeof(buf), &got) == 0 &&
+	      got == 7 && !memcmp(buf, "keep me", 7),
+	      "unlinked file readable through its handle");
+	CHECK(pc_write(&c, &f.oid, h, 7, "!", 1, 0, &got) == 0 && got == 1 &&
+	      pc_read(&c, &f.oid, h, 0, buf, sizeof(buf), &got) == 0 &&
+	      got == 8, "and writable");
+	{
+		struct wattr a;
+		int err = pc_getattr(&c, &f.oid, &a);
+
+		/* Whether the kernel still resolves an unlinked inode's
+		 * handle differs between filesystems; both are allowed. */
+		CHECK((err == 0 && a.nlink == 0) || err == ESTALE,
+		      "GETATTR of the unlinked object: nlink 0 or ESTALE (%d)",
+		      err);
+	}
+	CHECK(pc_fsync(&c, &f.oid, h, 0) == 0, "FSYNC through the handle");
+	CHECK(pc_close(&c, &f.oid, h) == 0, "CLOSE");
+	CHECK(pc_read(&c, &f.oid, h, 0, buf, sizeof(buf), &got) == EBADF,
+	      "closed handle EBADF");
+	CHECK(pc_close(&c, &f.oid, h) == EBADF, "double CLOSE EBADF");
+	pc_bye(&c);
+	cl_close(&c);
+}
+
+#define NTHREADS 64
+
+static void *worker(void *arg)
+{
+	long i = (long)arg, ok = 0;
+	struct wattr d, f, a;
+	char name[32], buf[64];
+	struct pc c;
+	uint32_t got;
+	int k;
+
+	if (cl_open(&c, &sp, 0, 0))
+		goto out;
+	snprintf(name, sizeof(name), "w%ld", i);
+	if (pc_mkobj(&c, POHMEL_OP_MKDIR, &root, name, 0755, 0, 0, NULL, &d,
+		     NULL))
+		goto out;
+	for (k = 0; k < 10; k++) {
+		snprintf(name, sizeof(name), "f%d", k);
+		snprintf(buf, sizeof(buf), "thread %ld file %d", i, k);
+		if (pc_mkobj(&c, POHMEL_OP_CREATE, &d.oid, name, 0644, 0, 0,
+			     NULL, &f, NULL) ||
+		    pc_write(&c, &f.oid, 0, 0, buf, (uint32_t)strlen(buf), 0,
+			     &got) ||
+		    pc_lookup(&c, &d.oid, name, &a) || a.oid.id != f.oid.id)
+			goto out;
+		memset(buf, 0, sizeof(buf));
+		if (pc_read(&c, &a.oid, 0, 0, buf, sizeof(buf), &got) ||
+		    strncmp(buf, "thread", 6))
+			goto out;
+	}
+	ok = pc_readdir_all(&c, &d.oid, NULL, NULL) == 0;
+	pc_bye(&c);
+out:
+	cl_close(&c);
+	return (void *)ok;
+}
+
+static void t_concurrent(void)
+{
+	pthread_t th[NTHREADS];
+	long i, ok = 0;
+	void *r;
+
+	for (i = 0; i < NTHREADS; i++)
+		pthread_create(&th[i], NULL, worker, (void *)i);
+	for (i = 0; i < NTHREADS; i++) {
+		pthread_join(th[i], &r);
+		ok += (long)r;
+	}
+	CHECK(ok == NTHREADS, "%d concurrent connections: %ld succeeded",
+	      NTHREADS, ok);
+}
+
+static void t_batch(void)
+{
+	uint8_t *b, *r;
+	struct whdr h;
+	struct pc c;
+	uint32_t off = 0, n, rl;
+	int st[4] = { -1, -1, -1, -1 }, i = 0;
+
+	CHECK(cl_open(&c, &sp, 0, 0) == 0, "connect");
+	b = malloc(4096);
+	r = malloc(POHMEL_MAX_MSG);
+	/* LOOKUP w0, GETATTR root, PING, LOOKUP ".." (EINVAL) */
+	{
+		struct whdr ih = { .op = POHMEL_OP_LOOKUP, .tag = 1 };
+
+		n = pc_enc_name_req(b + off + 32, &root, "w0", 2);
+		ih.len = n;
+		whdr_put(b + off, &ih);
+		off += 32 + n;
+		ih.op = POHMEL_OP_GETATTR;
+		ih.tag = 2;
+		ih.len = pc_enc_oid(b + off + 32, &root);
+		whdr_put(b + off, &ih);
+		off += 32 + ih.len;
+		ih.op = POHMEL_OP_PING;
+		ih.tag = 3;
+		ih.len = 0;
+		whdr_put(b + off, &ih);
+		off += 32;
+		ih.op = POHMEL_OP_LOOKUP;
+		ih.tag = 4;
+		ih.len = pc_enc_name_req(b + off + 32, &root, "..", 2);
+		whdr_put(b + off, &ih);
+		off += 32 + ih.len;
+	}
+	CHECK(pc_call(&c, POHMEL_OP_BATCH, b, off, r, POHMEL_MAX_MSG, &rl) == 0,
+	      "BATCH of 4");
+	for (off = 0; off + 32 <= rl && i < 4; i++) {
+		whdr_get(r + off, &h);
+		st[h.tag - 1] = (int)h.status;
+		off += 32 + h.len;
+	}
+	CHECK(i == 4 && off == rl && st[0] == 0 && st[1] == 0 && st[2] == 0 &&
+	      st[3] == EINVAL, "BATCH replies in order with their statuses");
+	/* An inner message whose length overruns the batch: dropped. */
+	{
+		struct whdr ih = { .op = POHMEL_OP_PING, .tag = 9, .len = 64 };
+
+		whdr_put(b, &ih);
+		CHECK(pc_call(&c, POHMEL_OP_BATCH, b, 32, r, POHMEL_MAX_MSG,
+			      &rl) < 0, "malformed BATCH drops the connection");
+	}
+	free(b);
+	free(r);
+	cl_close(&c);
+}
+
+static void t_abuse(void)
+{
+	uint8_t raw[64];
+	struct whdr h = { .op = POHMEL_OP_GETATTR, .tag = 1, .len = 16 };
+	struct pc c;
+	char s[4096];
+
+	pc_init(&c);
+	pc_connect(&c, "127.0.0.1", sp.port);
+	whdr_put(raw, &h);
+	memset(raw + 32, 0, 16);
+	pc_send_raw(&c, raw, 48);
+	CHECK(pc_recv(&c, &h, raw, 0) < 0, "request before HELLO: dropped");
+	cl_close(&c);
+
+	CHECK(cl_open(&c, &sp, 0, 0) == 0, "connect");
+	CHECK(pc_call(&c, POHMEL_OP_MAX + 5, NULL, 0, NULL, 0, NULL) == ENOSYS,
+	      "unknown op ENOSYS");
+	{
+		struct whdr x = { .op = POHMEL_OP_PING, .tag = 77,
+				  .flags = POHMEL_HF_SEALED };
+
+		whdr_put(raw, &x);
+		pc_send_raw(&c, raw, 32);
+		CHECK(pc_recv(&c, &x, raw, 0) == 0 && x.tag == 77 &&
+		      x.status == EOPNOTSUPP, "unknown header flag EOPNOTSUPP");
+	}
+	CHECK(pc_ping(&c) == 0, "connection still good");
+	h.op = POHMEL_OP_PING;
+	h.tag = 5;
+	h.len = 0x7fffffff;
+	whdr_put(raw, &h);
+	pc_send_raw(&c, raw, 32);
+	CHECK(pc_recv(&c, &h, raw, 0) < 0, "huge length: dropped");
+	cl_close(&c);
+
+	CHECK(cl_open(&c, &sp, 0, 0) == 0 && pc_stats(&c, s, sizeof(s)) == 0 &&
+	      strstr(s, "protocol_errors "), "server alive after abuse");
+	cl_close(&c);
+}
+
+static void t_restart(void)
+{
+	struct wattr f, a, d;
+	struct pc c;
+
+	CHECK(cl_open(&c, &sp, 0, 0) == 0, "connect");
+	CHECK(pc_mkobj(&c, POHMEL_OP_MKDIR, &root, "pd", 0755, 0, 0, NULL, &d,
+		       NULL) == 0 &&
+	      pc_mkobj(&c, POHMEL_OP_CREATE, &d.oid, "persist", 0644, 0, 0,
+		       NULL, &f, NULL) == 0, "create pd/persist");
+	CHECK(pc_rename(&c, &d.oid, "persist", &root, "moved", 0, &a) == 0 &&
+	      a.oid.id == f.oid.id && a.oid.gen == f.oid.gen,
+	      "id and gen survive a rename");
+	cl_close(&c);
+	CHECK(stop_server(&sp) == 0, "SIGTERM: clean exit 0");
+	CHECK(start_server("sess2", conf_text, &sp) == 0, "restart");
+	CHECK(cl_open(&c, &sp, 0, 0) == 0, "connect after restart");
+	CHECK(c.root.oid.id == root.id && c.root.oid.gen == root.gen,
+	      "root (id, gen) unchanged");
+	CHECK(pc_getattr(&c, &f.oid, &a) == 0 && S_ISREG(a.mode),
+	      "object id from before the restart still resolves");
+	CHECK(pc_getattr(&c, &d.oid, &a) == 0 && S_ISDIR(a.mode),
+	      "directory id too");
+	CHECK(pc_mkobj(&c, POHMEL_OP_CREATE, &d.oid, "after", 0644, 0, 0,
+		       NULL, NULL, NULL) == 0, "and is usable");
+	pc_bye(&c);
+	cl_close(&c);
+}
+
+static void t_cli(void)
+{
+	char cmd[1024], out[600], buf[512] = "";
+	FILE *f;
+	int st;
+
+	snprintf(out, sizeof(out), "%s/cli.out", base);
+	snprintf(cmd, sizeof(cmd), "%s/bad.conf", base);
+	write_file(cmd, "port 7349\nexprot / /srv\n");
+	snprintf(cmd, sizeof(cmd), "%s -n -c %s/bad.conf >%s 2>&1", server_bin,
+		 base, out);
+	st = system(cmd);
+	f = fopen(out, "r");
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = 0;
+		fclose(f);
+	}
+	CHECK(WEXITSTATUS(st) == 1 &&
+	      strstr(buf, "bad.conf:2: unknown option 'exprot'"),
+	      "-n names the line and problem: %s", buf);
+	snprintf(cmd, sizeof(cmd), "%s -n -c %s/sess.conf >%s 2>&1",
+		 server_bin, base, out);
+	st = system(cmd);
+	f = fopen(out, "r");
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = 0;
+		fclose(f);
+	}
+	CHECK(WEXITSTATUS(st) == 0 && !strcmp(buf, "configuration OK\n"),
+	      "-n on a good config: configuration OK");
+	snprintf(cmd, sizeof(cmd), "%s --help >%s 2>&1", server_bin, out);
+	st = system(cmd);
+	CHECK(WEXITSTATUS(st) == 0, "--help exits 0");
+	snprintf(cmd, sizeof(cmd), "%s -n -e /nonexistent-dir -k none >%s 2>&1",
+		 server_bin, out);
+	st = system(cmd);
+	CHECK(WEXITSTATUS(st) == 1, "-n with a missing export fails");
+}
+
+int main(int argc, char **argv)
+{
+	char tmpl[] = "/tmp/pohmel-sess-XXXXXX";
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: test_sess POHMELD\n");
+		return 2;
+	}
+	server_bin = argv[1];
+	if (!mkdtemp(tmpl))
+		return 1;
+	snprintf(base, sizeof(base), "%s", tmpl);
+	snprintf(exp_dir, sizeof(exp_dir), "%s/export", base);
+	mkdir(exp_dir, 0755);
+	snprintf(conf_text, sizeof(conf_text),
+		 "export / %s rw no_root_squash\nstate-dir %s/state\n"
+		 "key-file none\n", exp_dir, base);
+	CHECK(start_server("sess", conf_text, &sp) == 0, "pohmeld starts");
+	{
+		struct pc c;
+
+		CHECK(cl_open(&c, &sp, 0, 0) == 0, "connect");
+		root = c.root.oid;
+		cl_close(&c);
+	}
+	t_replay();
+	t_locks();
+	t_unlinked_open();
+	t_concurrent();
+	t_batch();
+	t_abuse();
+	t_restart();
+	t_cli();
+	CHECK(stop_server(&sp) == 0, "SIGTERM: clean exit 0");
+	if (!tap_fail) {
+		char cmd[200];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", base);
+		if (system(cmd))
+			return 1;
+	} else {
+		printf("# left %s for inspection\n", base);
+	}
+	return tap_done();
+}
