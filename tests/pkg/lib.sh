@@ -40,7 +40,10 @@ pkg_copy_root() {
 		rm -rf --one-file-system "$dest"
 	fi
 	mkdir -p "$(dirname "$dest")"
-	cp -a --reflink=auto "$root" "$dest.tmp"
+	rm -rf --one-file-system "$dest.tmp"
+	# -x: others may chroot into the shared root with /proc (or more)
+	# mounted; copy the mount points, never what is mounted on them.
+	cp -a -x --reflink=auto "$root" "$dest.tmp" || pkg_die "copying $root failed"
 	mv "$dest.tmp" "$dest"
 }
 
