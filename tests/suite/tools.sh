@@ -19,7 +19,9 @@ metat() { (cd "$1" && find . -type f -printf '%y %m %s %T@ %p\n' | LC_ALL=C sort
 base=$(basename "$tree")
 # --- tar ---
 if [ -d "$tree" ] && have tar; then
-	tar -C "$(dirname "$tree")" -cf "$scratch/tree.tar" "$base" 2>/dev/null
+	own=()	# a non-root extract cannot keep the owners: archive as ourselves
+	is_root || own=(--owner="$(id -u)" --group="$(id -g)" --numeric-owner)
+	tar -C "$(dirname "$tree")" "${own[@]}" -cf "$scratch/tree.tar" "$base" 2>/dev/null
 	n=$(tar -tf "$scratch/tree.tar" | wc -l)
 	t=$(sec)
 	check "tar: extract $tree ($n entries) on mount 1" tar -C "$w1" -xf "$scratch/tree.tar" &&
