@@ -226,6 +226,10 @@ static void test_flock(void)
 	CHECK_OK(flock(fd, LOCK_EX), "flock: exclusive on mount 1");
 	pid_t pid = fork_peer();
 	if (pid == 0) {
+		int f1 = open(p1("lk/f"), O_RDWR);
+		CHECK_ERR2(flock(f1, LOCK_EX | LOCK_NB), EWOULDBLOCK, EAGAIN,
+			   "flock: conflicting exclusive from another process on mount 1 -> EWOULDBLOCK");
+		close(f1);
 		int f2 = open(p2("lk/f"), O_RDWR);
 		CHECK_ERR2(flock(f2, LOCK_EX | LOCK_NB), EWOULDBLOCK, EAGAIN,
 			   "flock: conflicting exclusive from mount 2 -> EWOULDBLOCK");
@@ -266,6 +270,10 @@ static void test_fcntl_locks(void)
 	CHECK_OK(lk(fd, F_SETLK, F_WRLCK, 0, 100), "fcntl: write lock 0-99 on mount 1");
 	pid_t pid = fork_peer();
 	if (pid == 0) {
+		int f1 = open(p1("lk/f"), O_RDWR);
+		CHECK_ERR2(lk(f1, F_SETLK, F_WRLCK, 90, 20), EAGAIN, EACCES,
+			   "fcntl: overlapping write lock from another process on mount 1 -> EAGAIN");
+		close(f1);
 		int f2 = open(p2("lk/f"), O_RDWR);
 		CHECK_ERR2(lk(f2, F_SETLK, F_WRLCK, 50, 10), EAGAIN, EACCES,
 			   "fcntl: overlapping write lock from mount 2 -> EAGAIN");
