@@ -222,6 +222,20 @@ err_close:
 	}
 }
 
+/* The current gen of id, 0 if unknown (the fuzzer uses it to reach
+ * past ESTALE). */
+uint64_t oid_gen_of(uint64_t id)
+{
+	struct oid_ent *e;
+	uint64_t gen;
+
+	pthread_rwlock_rdlock(&tab_lock);
+	e = find(id);
+	gen = e ? e->gen : 0;
+	pthread_rwlock_unlock(&tab_lock);
+	return gen;
+}
+
 size_t oid_count(void)
 {
 	size_t n;

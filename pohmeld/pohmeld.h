@@ -142,6 +142,7 @@ void oid_fini(void);
 int oid_of_fd(int fd, const struct stat *st, struct woid *out);
 int oid_open(const struct woid *o, int *fd, struct stat *st);
 size_t oid_count(void);
+uint64_t oid_gen_of(uint64_t id);
 
 /* ---- session.c: sessions, reply cache, open handles ---- */
 struct session;

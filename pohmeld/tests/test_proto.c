@@ -493,8 +493,77 @@ static void replies(void)
 	drain();
 }
 
-int main(void)
+/* Seed corpus for fuzz_msg: each file is a mode byte then messages. */
+static int seeds(const char *dir)
 {
+	struct woid r = { POHMEL_ROOT_ID, 0 };
+	uint8_t b[1024], f[4096], uuid[16] = { 9 }, nonce[32] = { 0 };
+	char path[512];
+	struct { uint16_t op; uint32_t n; } ms[64];
+	uint32_t n, fl, i, k = 0;
+	FILE *fp;
+
+#define ADD(OP, ENC) do { \
+	n = ENC; \
+	fl = 1; \
+	f[0] = 1; \
+	struct whdr h = { .len = n, .op = OP, .tag = 1, .seq = ++k }; \
+	whdr_put(f + fl, &h); \
+	memcpy(f + fl + 32, b, n); \
+	fl += 32 + n; \
+	snprintf(path, sizeof(path), "%s/seed-%02u", dir, k); \
+	fp = fopen(path, "w"); \
+	if (!fp) return 1; \
+	fwrite(f, 1, fl, fp); \
+	fclose(fp); \
+} while (0)
+	(void)ms;
+	(void)i;
+	ADD(POHMEL_OP_LOOKUP, pc_enc_name_req(b, &r, "file", 4));
+	ADD(POHMEL_OP_GETATTR, pc_enc_oid(b, &r));
+	ADD(POHMEL_OP_READDIR, pc_enc_readdir(b, &r, 0, 4096));
+	ADD(POHMEL_OP_CREATE, pc_enc_create(b, &r, 0644, 0, 1, 0, 0, "n", 1,
+					    NULL, 0));
+	ADD(POHMEL_OP_MKDIR, pc_enc_create(b, &r, 0755, 0, 0, 0, 0, "d", 1,
+					   NULL, 0));
+	ADD(POHMEL_OP_SYMLINK, pc_enc_create(b, &r, 0777, 0, 0, 0, 0, "l", 1,
+					     "file", 4));
+	ADD(POHMEL_OP_MKNOD, pc_enc_create(b, &r, 010644, 0, 0, 0, 0, "p", 1,
+					   NULL, 0));
+	ADD(POHMEL_OP_RENAME, pc_enc_rename(b, &r, "file", 4, &r, "f2", 2, 0));
+	ADD(POHMEL_OP_UNLINK, pc_enc_name_req(b, &r, "file", 4));
+	ADD(POHMEL_OP_RMDIR, pc_enc_name_req(b, &r, "sub", 3));
+	ADD(POHMEL_OP_SETATTR, pc_enc_setattr(b, &r, POHMEL_SET_MODE, 0755, 0,
+					      0, 0, NULL, NULL));
+	ADD(POHMEL_OP_STATFS, pc_enc_oid(b, &r));
+	ADD(POHMEL_OP_OPEN, pc_enc_open(b, &r, 1));
+	ADD(POHMEL_OP_READ, pc_enc_io(b, &r, 0, 0, 100, 0, NULL));
+	ADD(POHMEL_OP_WRITE, pc_enc_io(b, &r, 0, 0, 3, 0, "abc"));
+	ADD(POHMEL_OP_FSYNC, pc_enc_fsync(b, &r, 0, 0));
+	ADD(POHMEL_OP_SETXATTR, pc_enc_xattr(b, &r, 0, 1, "user.a", 6, "v", 1));
+	ADD(POHMEL_OP_GETXATTR, pc_enc_xattr(b, &r, 0, 64, "user.a", 6, NULL,
+					     0));
+	ADD(POHMEL_OP_LISTXATTR, pc_enc_xattr(b, &r, 0, 64, NULL, 0, NULL, 0));
+	ADD(POHMEL_OP_LOCK, pc_enc_lock(b, &r, 1, 0, 10, 2, 0, 1));
+	ADD(POHMEL_OP_LOCK, pc_enc_lock(b, &r, 1, 0, 10, 2, 2, 1));
+	ADD(POHMEL_OP_STATS, 0);
+	ADD(POHMEL_OP_PING, 0);
+	ADD(POHMEL_OP_LINK, pc_enc_link(b, &r, &r, "x", 1));
+	ADD(POHMEL_OP_HELLO, pc_enc_hello(b, 5, 65536, uuid, 1, nonce));
+	f[0] = 0;	/* unauthenticated start */
+	fp = fopen(path, "w");
+	if (!fp)
+		return 1;
+	fwrite(f, 1, fl, fp);
+	fclose(fp);
+#undef ADD
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "--seeds"))
+		return seeds(argv[2]);
 	requests();
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) || pc_init(&pc))
 		return 1;
