@@ -489,8 +489,9 @@ struct pohmel_xattr_reply {
  * len 0 = to end). With POHMEL_LOCK_WAIT the reply comes when granted
  * (or EINTR-like cancel on CLOSE/BYE); without it a conflict is EAGAIN.
  * POHMEL_LOCK_TEST returns the conflicting lock (type UN if none) in a
- * struct pohmel_lock reply. Owners are opaque client values; the server
- * scopes them per session.
+ * struct pohmel_lock reply; every other LOCK reply is empty (clarified:
+ * 1.0 did not say). Owners are opaque client values; the server scopes
+ * them per session.
  */
 #define POHMEL_LOCK_UN		0
 #define POHMEL_LOCK_RD		1
@@ -523,7 +524,9 @@ struct pohmel_lock {
 /*
  * RECALL (server -> client, tag 0): struct pohmel_recall. The client
  * flushes dirty state of the object, drops (to NONE) or downgrades (to
- * SHARED) its cache as asked, then sends RECALL_ACK with the same body.
+ * SHARED) its cache as asked, then sends RECALL_ACK with the same body:
+ * a request with its own tag, answered with an empty reply (clarified:
+ * 1.0 did not say).
  * A client that has not acked within the lease loses the grant anyway.
  */
 struct pohmel_recall {
