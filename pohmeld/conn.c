@@ -115,7 +115,7 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 		if (!read_full(c->fd, rx + POHMEL_HDR_SIZE, h.len))
 			return;
 		ret = dispatch(c, rx, POHMEL_HDR_SIZE + h.len, tx,
-			       c->max_msg, &outlen);
+			       POHMEL_HDR_SIZE + c->max_msg, &outlen);
 		if (ret == DISPATCH_DROP) {
 			log_info("%s: protocol error in op %u, dropping",
 				 c->peer, h.op);
@@ -134,8 +134,8 @@ static void *conn_thread(void *arg)
 	struct conn *c = arg;
 	uint8_t *rx, *tx;
 
-	rx = malloc(POHMEL_MAX_MSG);
-	tx = malloc(POHMEL_MAX_MSG);
+	rx = malloc(POHMEL_HDR_SIZE + POHMEL_MAX_MSG);
+	tx = malloc(POHMEL_HDR_SIZE + POHMEL_MAX_MSG);
 	if (rx && tx)
 		serve(c, rx, tx);
 	free(rx);

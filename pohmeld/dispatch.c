@@ -62,6 +62,9 @@ static const struct op_desc ops[POHMEL_OP_MAX] = {
 	[POHMEL_OP_LOCK]	= { op_lock, F_SEQ },
 	[POHMEL_OP_BYE]		= { op_bye, 0 },
 	[POHMEL_OP_STATS]	= { op_stats, 0 },
+	/* No grants are handed out yet (FEAT_GRANTS is not offered), so an
+	 * ack has nothing to release; it still gets its empty reply. */
+	[POHMEL_OP_RECALL_ACK]	= { op_ping, 0 },
 };
 
 /* Write the reply header in front of r's payload. */
@@ -320,8 +323,6 @@ int dispatch(struct conn *c, const uint8_t *raw, uint32_t rawlen,
 		return do_hello(c, &m, out, outlen);
 	case POHMEL_OP_AUTH:
 		return do_auth(c, &m, out, outlen);
-	case POHMEL_OP_RECALL_ACK:
-		return perr ? DISPATCH_DROP : DISPATCH_OK;	/* no reply */
 	case POHMEL_OP_BATCH:
 		if (!perr)
 			return do_batch(c, &m, out, cap, outlen);

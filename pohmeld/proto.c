@@ -14,7 +14,8 @@
 int proto_hdr(const uint8_t *raw, struct whdr *h, uint32_t max_msg)
 {
 	whdr_get(raw, h);
-	if (h->len > max_msg - POHMEL_HDR_SIZE || h->len > POHMEL_MAX_MSG)
+	/* max_msg bounds hdr.len, the payload, as the header says. */
+	if (h->len > max_msg || h->len > POHMEL_MAX_MSG)
 		return PROTO_DROP;
 	if (h->tag == 0)
 		return PROTO_DROP;	/* tag 0 is for server messages */

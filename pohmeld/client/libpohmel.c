@@ -24,7 +24,8 @@ int pc_init(struct pc *c)
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
 	c->max_msg = POHMEL_MAX_MSG;
-	c->sbuf = malloc(POHMEL_MAX_MSG);
+	/* bodies are built at sbuf + 1024 (see BODY()) */
+	c->sbuf = malloc(1024 + POHMEL_HDR_SIZE + POHMEL_MAX_MSG);
 	c->rbuf = malloc(POHMEL_MAX_MSG);
 	if (!c->sbuf || !c->rbuf) {
 		free(c->sbuf);
@@ -135,7 +136,7 @@ int pc_send(struct pc *c, uint16_t op, uint32_t tag, uint64_t seq,
 	};
 	uint8_t *p = c->sbuf;
 
-	if ((uint64_t)POHMEL_HDR_SIZE + g + blen > POHMEL_MAX_MSG)
+	if ((uint64_t)g + blen > MIN(c->max_msg, POHMEL_MAX_MSG))
 		return -EMSGSIZE;
 	whdr_put(p, &h);
 	if (g) {

@@ -71,7 +71,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	conn_init_struct(c, sv[0]);
 	snprintf(c->peer, sizeof(c->peer), "fuzz");
 	sess = session_attach(uuid, 1);
-	out = malloc(POHMEL_MAX_MSG);
+	out = malloc(POHMEL_HDR_SIZE + POHMEL_MAX_MSG);
 	return 0;
 }
 
@@ -93,7 +93,7 @@ static void fix_gen(uint8_t *raw, uint32_t len)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static uint8_t buf[POHMEL_MAX_MSG];
+	static uint8_t buf[POHMEL_HDR_SIZE + POHMEL_MAX_MSG];
 	size_t off = 1;
 
 	if (size < 1)
@@ -113,7 +113,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(buf, data + off, POHMEL_HDR_SIZE + h.len);
 		fix_gen(buf, h.len);
 		ret = dispatch(c, buf, POHMEL_HDR_SIZE + h.len, out,
-			       c->max_msg, &outlen);
+			       POHMEL_HDR_SIZE + c->max_msg, &outlen);
 		if (ret != DISPATCH_OK)
 			break;
 		off += POHMEL_HDR_SIZE + h.len;

@@ -13,7 +13,7 @@
 #include "tap.h"
 
 struct server srv;
-static uint8_t raw[POHMEL_MAX_MSG + 64];
+static uint8_t raw[POHMEL_HDR_SIZE + POHMEL_MAX_MSG + 64];
 static struct msg m;
 
 static int parse_flags(uint16_t op, const uint8_t *body, uint32_t blen,
@@ -273,7 +273,7 @@ static void requests(void)
 	      "unknown hdr flag EOPNOTSUPP");
 
 	{
-		struct whdr h = { .len = POHMEL_MAX_MSG, .op = 3, .tag = 1 };
+		struct whdr h = { .len = POHMEL_MAX_MSG + 1, .op = 3, .tag = 1 };
 		struct whdr out;
 
 		whdr_put(raw, &h);
