@@ -39,16 +39,19 @@ is_root() { [ "$(id -u)" = 0 ]; }
 drop_caches() { sync && echo 3 >/proc/sys/vm/drop_caches; }
 
 # remount_mnt1: unmount and mount POHMEL_MNT1 again (a cold client cache).
-# $POHMEL_REMOUNT1, if set, is a command that does it; otherwise the source,
-# type and options come from /proc/mounts (mount.pohmel supplies the key).
+# $POHMEL_REMOUNT1, if set, is a command that does it; otherwise type, source
+# and superblock options come from /proc/self/mountinfo, found by the device
+# number (not by path); mount.pohmel supplies the key.
 remount_mnt1() {
 	if [ -n "${POHMEL_REMOUNT1:-}" ]; then
 		eval "$POHMEL_REMOUNT1"
 		return
 	fi
-	local src fstype opts
-	read -r src fstype opts < <(awk -v m="$POHMEL_MNT1" '$2 == m { s = $1; t = $3; o = $4 } END { print s, t, o }' /proc/mounts)
-	[ -n "$src" ] || { echo "no mount at $POHMEL_MNT1" >&2; return 1; }
+	local dev fstype src opts
+	dev=$(mountpoint -d "$POHMEL_MNT1") || return 1
+	read -r fstype src opts < <(awk -v d="$dev" '$3 == d { sub(/.* - /, ""); print; exit }' /proc/self/mountinfo)
+	[ -n "$src" ] || { echo "no mount with device $dev in /proc/self/mountinfo" >&2; return 1; }
+	echo "remount: umount $POHMEL_MNT1; mount -t $fstype -o $opts $src $POHMEL_MNT1"
 	umount "$POHMEL_MNT1" || return 1
 	mount -t "$fstype" -o "$opts" "$src" "$POHMEL_MNT1"
 }

@@ -494,7 +494,10 @@ static void test_utimens(void)
 			tap_skip("fs rejects pre-1970", "utimensat: %lld seconds", y[i]);
 			continue;
 		}
-		tap_check(rc == 0 && stat(p2("u/f"), &st) == 0 && ts_eq(st.st_mtim, (long)y[i], 999999999) &&
+		int src = rc == 0 ? stat(p2("u/f"), &st) : -1;
+		if (src < 0)
+			memset(&st, 0, sizeof(st));
+		tap_check(rc == 0 && src == 0 && ts_eq(st.st_mtim, (long)y[i], 999999999) &&
 			  ts_eq(st.st_atim, (long)y[i], 5),
 			  "utimensat: %lld seconds stored exactly (got mtime %lld.%09ld)", y[i],
 			  (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
@@ -605,7 +608,8 @@ static void test_unlinked_open(void)
 	int fd = open(p1("o/f"), O_RDWR | O_CREAT, 0644);
 	write(fd, "before", 6);
 	CHECK_OK(unlink(p1("o/f")), "open-unlinked: unlink while open");
-	tap_check(fstat(fd, &st) == 0 && st.st_nlink == 0, "open-unlinked: fstat nlink 0 (got %lu)",
+	int frc = fstat(fd, &st);
+	tap_check(frc == 0 && st.st_nlink == 0, "open-unlinked: fstat nlink 0 (got %lu)",
 		  (unsigned long)st.st_nlink);
 	tap_check(pwrite(fd, "after", 5, 6) == 5, "open-unlinked: write still works");
 	tap_check(pread(fd, buf, sizeof(buf), 0) == 11 && !memcmp(buf, "beforeafter", 11),

@@ -159,6 +159,7 @@ void test_perm(void)
 	tap_check(stat(p2("pm/sgid/rootfile"), &st) == 0 && st.st_gid == GID_A && (st.st_mode & 07777) == 0644,
 		  "sgid: file created by root gets the directory's group");
 	mkdir(p1("pm/sgid/subdir"), 0755);
-	tap_check(stat(p2("pm/sgid/subdir"), &st) == 0 && st.st_gid == GID_A && (st.st_mode & 07777) == 02755,
+	int src = stat(p2("pm/sgid/subdir"), &st);
+	tap_check(src == 0 && st.st_gid == GID_A && (st.st_mode & 07777) == 02755,
 		  "sgid: subdirectory inherits group and the SGID bit (got %o)", st.st_mode & 07777);
 }
