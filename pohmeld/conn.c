@@ -261,11 +261,13 @@ void conns_shutdown(void)
 	struct timespec dl;
 	struct conn *c;
 
+	/* Waiting LOCKs first get their EINTR, while their connections
+	 * still exist (op_lock refuses new waits once stopping is set). */
+	lock_shutdown();
 	pthread_mutex_lock(&conns_mu);
 	for (c = conns; c; c = c->next)
 		shutdown(c->fd, SHUT_RD);
 	pthread_mutex_unlock(&conns_mu);
-	lock_shutdown();
 
 	clock_gettime(CLOCK_REALTIME, &dl);
 	dl.tv_sec += 30;

@@ -288,6 +288,10 @@ int op_lock(struct req *r)
 			err = EAGAIN;
 			goto out_trim;
 		}
+		if (atomic_load(&srv.stopping)) {
+			err = EINTR;	/* shutting down: no new waits */
+			goto out_trim;
+		}
 		w = calloc(1, sizeof(*w));
 		if (!w) {
 			err = ENOLCK;

@@ -375,6 +375,10 @@ int main(int argc, char **argv)
 	close(fd);
 	CHECK(start_server("sec", conf("no_root_squash", NULL), &sp) == 0,
 	      "pohmeld starts");
+	if (tap_fail) {
+		printf("# pohmeld %s did not start\n", server_bin);
+		return tap_done();
+	}
 	{
 		struct pc c;
 
