@@ -18,6 +18,23 @@ static struct srvproc sp;
 static struct pc c;
 static struct woid root;
 
+/* Open fds of the server: error paths must not leak any. */
+static int server_fds(void)
+{
+	char p[64];
+	DIR *d;
+	int n = 0;
+
+	snprintf(p, sizeof(p), "/proc/%d/fd", sp.pid);
+	d = opendir(p);
+	if (!d)
+		return -1;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
 static void lpath(char *buf, const char *rel)
 {
 	snprintf(buf, 600, "%s/%s", exp_dir, rel);
@@ -416,6 +433,7 @@ static void t_errors(void)
 int main(int argc, char **argv)
 {
 	char conf[1024], tmpl[] = "/tmp/pohmel-integ-XXXXXX";
+	int fds;
 
 	if (argc != 2) {
 		fprintf(stderr, "usage: test_integ POHMELD\n");
@@ -438,6 +456,7 @@ int main(int argc, char **argv)
 	}
 	CHECK(cl_open(&c, &sp, 0, 0) == 0, "connect + HELLO/AUTH");
 	root = c.root.oid;
+	fds = server_fds();
 	t_basic();
 	t_namespace();
 	t_setattr();
@@ -446,6 +465,8 @@ int main(int argc, char **argv)
 	t_readdir_plus();
 	t_statfs_xattr();
 	t_errors();
+	CHECK(server_fds() == fds, "no fd leaked by %d requests (%d fds)",
+	      (int)c.tag, fds);
 	CHECK(pc_bye(&c) == 0, "BYE");
 	cl_close(&c);
 	CHECK(stop_server(&sp) == 0, "SIGTERM: clean exit 0");
