@@ -30,7 +30,7 @@ struct oid_ent {
 	uint64_t gen;
 	int type;
 	unsigned int hlen;
-	uint8_t h[HANDLE_BYTES];
+	uint8_t h[];		/* hlen bytes: usually 8..20, not 128 */
 };
 
 /*
@@ -124,6 +124,21 @@ static void log_append(const struct oid_ent *e)
 			 strerror(errno));
 }
 
+/* Must hold tab_lock exclusively. */
+static void del_ent(struct oid_ent *e)
+{
+	struct oid_ent **pp;
+
+	for (pp = &tab[slot(e->id)]; *pp; pp = &(*pp)->next) {
+		if (*pp == e) {
+			*pp = e->next;
+			tab_count--;
+			free(e);
+			return;
+		}
+	}
+}
+
 /* Must hold tab_lock exclusively. Inserts or replaces id's handle. */
 static int put_ent(uint64_t id, int type, const uint8_t *h, unsigned int n,
 		   bool persist, uint64_t *gen)
@@ -134,10 +149,14 @@ static int put_ent(uint64_t id, int type, const uint8_t *h, unsigned int n,
 		*gen = e->gen;
 		return 0;
 	}
+	if (e && e->hlen != n) {
+		del_ent(e);	/* re-created with another handle size */
+		e = NULL;
+	}
 	if (!e) {
 		if (tab_count >= tab_size / 2 * 3 && grow())
 			return ENOMEM;
-		e = calloc(1, sizeof(*e));
+		e = calloc(1, sizeof(*e) + n);
 		if (!e)
 			return ENOMEM;
 		e->id = id;
@@ -286,20 +305,53 @@ static void load(const char *path)
 	fclose(f);
 }
 
+/*
+ * At start nothing is open any more, so an entry whose handle the kernel
+ * calls stale names a removed object: drop it, or the table would keep
+ * every object ever seen.
+ */
+static bool stale(const struct oid_ent *e)
+{
+	union {
+		struct file_handle fh;
+		uint8_t raw[sizeof(struct file_handle) + HANDLE_BYTES];
+	} u;
+	int fd;
+
+	if (e->id == POHMEL_ROOT_ID || e->hlen > HANDLE_BYTES)
+		return false;
+	u.fh.handle_type = e->type;
+	u.fh.handle_bytes = e->hlen;
+	memcpy(u.fh.f_handle, e->h, e->hlen);
+	fd = open_by_handle_at(root_fd, &u.fh, O_PATH | O_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		return false;
+	}
+	return errno == ESTALE || errno == ENOENT;
+}
+
 static int compact(const char *path)
 {
 	char tmp[4300];
 	size_t i;
-	struct oid_ent *e;
+	struct oid_ent *e, *next;
 
 	snprintf(tmp, sizeof(tmp), "%s.new", path);
 	log_fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
 		      0600);
 	if (log_fd < 0)
 		return errno;
-	for (i = 0; i < tab_size; i++)
-		for (e = tab[i]; e; e = e->next)
+	for (i = 0; i < tab_size; i++) {
+		for (e = tab[i]; e; e = next) {
+			next = e->next;
+			if (stale(e)) {
+				del_ent(e);
+				continue;
+			}
 			log_append(e);
+		}
+	}
 	if (fsync(log_fd) || rename(tmp, path)) {
 		int err = errno;
 

@@ -368,7 +368,7 @@ static void t_abuse(void)
 
 static void t_restart(void)
 {
-	struct wattr f, a, d;
+	struct wattr f, a, d, g;
 	struct pc c;
 
 	CHECK(cl_open(&c, &sp, 0, 0) == 0, "connect");
@@ -379,6 +379,10 @@ static void t_restart(void)
 	CHECK(pc_rename(&c, &d.oid, "persist", &root, "moved", 0, &a) == 0 &&
 	      a.oid.id == f.oid.id && a.oid.gen == f.oid.gen,
 	      "id and gen survive a rename");
+	CHECK(pc_mkobj(&c, POHMEL_OP_CREATE, &root, "gone", 0644, 0, 0, NULL,
+		       &g, NULL) == 0 &&
+	      pc_remove(&c, POHMEL_OP_UNLINK, &root, "gone") == 0,
+	      "create and remove 'gone'");
 	cl_close(&c);
 	CHECK(stop_server(&sp) == 0, "SIGTERM: clean exit 0");
 	CHECK(start_server("sess2", conf_text, &sp) == 0, "restart");
@@ -389,6 +393,8 @@ static void t_restart(void)
 	      "object id from before the restart still resolves");
 	CHECK(pc_getattr(&c, &d.oid, &a) == 0 && S_ISDIR(a.mode),
 	      "directory id too");
+	CHECK(pc_getattr(&c, &g.oid, &a) == ESTALE,
+	      "a removed object's id is stale after the restart (pruned)");
 	CHECK(pc_mkobj(&c, POHMEL_OP_CREATE, &d.oid, "after", 0644, 0, 0,
 		       NULL, NULL, NULL) == 0, "and is usable");
 	pc_bye(&c);
