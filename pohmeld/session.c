@@ -21,7 +21,7 @@
 #include "pohmeld.h"
 
 #define MAX_HANDLES	4096
-#define MAX_SESSIONS	4096
+#define MAX_SESSIONS	1024	/* x ~300 KiB worst case each */
 
 struct cache_ent {
 	uint64_t seq;		/* 0: empty */
@@ -179,6 +179,21 @@ struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen)
 		s->next = dead;
 		dead = s;
 		s = NULL;
+	}
+	if (!s && nsessions >= MAX_SESSIONS) {
+		/* Full: the longest idle session without connections goes. */
+		struct session *x, *old = NULL;
+
+		for (x = sessions; x; x = x->next)
+			if (x->nconns == 0 &&
+			    (!old || x->idle_since < old->idle_since))
+				old = x;
+		if (old) {
+			old->refs++;
+			unlist(old);
+			old->next = dead;
+			dead = old;
+		}
 	}
 	if (!s && nsessions < MAX_SESSIONS) {
 		s = calloc(1, sizeof(*s));
