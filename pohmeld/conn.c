@@ -256,10 +256,11 @@ err_count:
  * finishes it, sends the reply (the write side stays open), then sees
  * EOF and exits.
  */
-void conns_shutdown(void)
+bool conns_shutdown(void)
 {
 	struct timespec dl;
 	struct conn *c;
+	bool done;
 
 	/* Waiting LOCKs first get their EINTR, while their connections
 	 * still exist (op_lock refuses new waits once stopping is set). */
@@ -279,5 +280,7 @@ void conns_shutdown(void)
 			break;
 		}
 	}
+	done = nconns == 0;
 	pthread_mutex_unlock(&conns_mu);
+	return done;
 }

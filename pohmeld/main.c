@@ -269,7 +269,12 @@ int main(int argc, char **argv)
 	notify_ready("STOPPING=1");
 	for (i = 0; i < nl; i++)
 		close(lfds[i]);
-	conns_shutdown();
+	if (!conns_shutdown()) {
+		/* Threads still run: tearing down what they use would be
+		 * worse than leaving it to exit. */
+		log_info("stopped (forced)");
+		return 0;
+	}
 	sessions_fini();
 	oid_fini();
 	close(sfd);

@@ -199,7 +199,7 @@ int conn_start(int fd, const struct sockaddr *sa, socklen_t salen);
 int conn_send(struct conn *c, const void *buf, size_t len);
 void conn_get(struct conn *c);
 void conn_put(struct conn *c);
-void conns_shutdown(void);
+bool conns_shutdown(void);
 void conn_init_struct(struct conn *c, int fd);
 
 /* ---- proto.c: the one place every length is validated ---- */
