@@ -39,7 +39,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	log_level = LOG_ERR;
-	snprintf(dir, sizeof(dir), "/tmp/pohmel-fuzz-XXXXXX");
+	snprintf(dir, sizeof(dir), "/var/tmp/pohmel-fuzz-XXXXXX");
 	if (!mkdtemp(dir))
 		abort();
 	atexit(cleanup);

@@ -432,7 +432,7 @@ static void t_errors(void)
 
 int main(int argc, char **argv)
 {
-	char conf[1024], tmpl[] = "/tmp/pohmel-integ-XXXXXX";
+	char conf[1024], tmpl[] = "/var/tmp/pohmel-integ-XXXXXX";
 	int fds;
 
 	if (argc != 2) {

@@ -355,7 +355,7 @@ static void t_auth(void)
 
 int main(int argc, char **argv)
 {
-	char tmpl[] = "/tmp/pohmel-sec-XXXXXX", p[300];
+	char tmpl[] = "/var/tmp/pohmel-sec-XXXXXX", p[300];
 	int fd;
 
 	if (argc != 2) {

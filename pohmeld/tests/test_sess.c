@@ -444,7 +444,7 @@ static void t_cli(void)
 
 int main(int argc, char **argv)
 {
-	char tmpl[] = "/tmp/pohmel-sess-XXXXXX";
+	char tmpl[] = "/var/tmp/pohmel-sess-XXXXXX";
 
 	if (argc != 2) {
 		fprintf(stderr, "usage: test_sess POHMELD\n");
