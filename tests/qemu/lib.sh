@@ -182,6 +182,7 @@ install_guest() {
 		mkdir -p "$w/etc/systemd/system/serial-getty@ttyS0.service.d"
 		install -m 0644 "$QEMU_DIR/guest/serial-autologin.conf" \
 			"$w/etc/systemd/system/serial-getty@ttyS0.service.d/autologin.conf"
+		install -m 0644 "$QEMU_DIR/guest/profile-wait.sh" "$w/etc/profile.d/pohmel.sh"
 	fi
 }
 
