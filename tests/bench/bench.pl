@@ -5,11 +5,16 @@
 #   bench.pl stat DIR N        stat them
 #   bench.pl unlink DIR N      unlink them and rmdir DIR
 #   bench.pl rand FILE N       N random 4 KiB preads from FILE (fixed seed)
-#   bench.pl par DIR N         one parallel worker: create+write N files,
-#                              stat, read back, unlink; then rmdir DIR
+#   bench.pl par DIR N SYNC    one parallel worker: create+write N files,
+#                              stat, read back, unlink; then rmdir DIR.
+#                              Start barrier: writes SYNC.ready, waits for
+#                              SYNC.go; then writes "start end" (epoch s) to SYNC
+# If $BENCH_EP names a file, the loop's own elapsed seconds go there (so
+# perl's start-up, slow under TCG, is not part of the measurement).
 use strict;
 use warnings;
 use Fcntl qw(O_RDONLY O_WRONLY O_CREAT O_EXCL SEEK_SET);
+use Time::HiRes qw(time sleep);
 
 my ($cmd, $path, $n) = @ARGV;
 die "usage: bench.pl create|stat|unlink|rand|par PATH N\n" unless defined $n;
@@ -49,6 +54,7 @@ sub unlink_all {
 	rmdir $dir or die "rmdir $dir: $!\n";
 }
 
+my $t0 = time;
 if ($cmd eq 'create') {
 	create_all($path);
 } elsif ($cmd eq 'stat') {
@@ -56,10 +62,18 @@ if ($cmd eq 'create') {
 } elsif ($cmd eq 'unlink') {
 	unlink_all($path);
 } elsif ($cmd eq 'par') {
+	my $sync = $ARGV[3] or die "par: no SYNC path\n";
+	open(my $r, '>', "$sync.ready") or die "$sync.ready: $!\n";
+	close $r;
+	sleep 0.005 until -e "$sync.go";
+	$t0 = time;
 	create_all($path);
 	stat_all($path);
 	read_all($path);
 	unlink_all($path);
+	open(my $w, '>', $sync) or die "$sync: $!\n";
+	printf $w "%.6f %.6f\n", $t0, time;
+	close $w;
 } elsif ($cmd eq 'rand') {
 	sysopen(my $fh, $path, O_RDONLY) or die "open $path: $!\n";
 	my $blocks = int((-s $fh) / 4096);
@@ -74,4 +88,9 @@ if ($cmd eq 'create') {
 	close $fh;
 } else {
 	die "bench.pl: unknown command $cmd\n";
+}
+if ($ENV{BENCH_EP}) {
+	open(my $fh, '>', $ENV{BENCH_EP}) or die "$ENV{BENCH_EP}: $!\n";
+	printf $fh "%.6f\n", time - $t0;
+	close $fh;
 }

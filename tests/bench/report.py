@@ -169,7 +169,7 @@ def cell_ratio(idx, delay, fs, wl, key):
 def markdown(guest, host, results, idx, delays, skips, pohmeld):
     L = []
     g = guest
-    L.append("Measured %s on %s (%s cores, %s GiB; host load %s before, %s after) in a "
+    L.append("Measured %s on %s (%s cores, %s GiB; host load %s before, %s after; 1-min load during the run mean/max/samples %s) in a "
              "QEMU TCG guest: Debian %s, %s vCPU, %s MiB. Server and clients in the "
              "same guest over loopback. Median of %s repetitions, ±half the "
              "min–max spread; lower is better. The tree: %s files (%.0f MB tar) "
@@ -177,6 +177,7 @@ def markdown(guest, host, results, idx, delays, skips, pohmeld):
              % (host.get("finished", "?"), host.get("host_cpu", "?"),
                 host.get("host_cpus", "?"), host.get("host_mem_gb", "?"),
                 host.get("load_before", "?"), host.get("load_after", "?"),
+                host.get("load_during_mean_max_samples", "?"),
                 g.get("kernel", "?"), g.get("vcpus", "?"), g.get("mem_mb", "?"),
                 g.get("reps", "?"), g.get("files", "?"),
                 (g.get("tree_bytes") or 0) / 1e6))
@@ -247,6 +248,48 @@ def markdown(guest, host, results, idx, delays, skips, pohmeld):
         L.append("- %s, %s, %s: failed: %s" % (
             FS_LABEL.get(r["fs"], r["fs"]), r["delay"], r["wl"], r["error"][:200]))
     return "\n".join(L).rstrip() + "\n"
+
+
+def readme_section(guest, host, md_full, delays):
+    """The README's Benchmarks section: the wall-time table of the first
+    delay setting, the machine, how to reproduce."""
+    lines = md_full.splitlines()
+    first = []
+    on = False
+    for ln in lines:
+        if ln.startswith("#### Wall time"):
+            if on:
+                break
+            on = True
+        if on:
+            if ln.startswith("Network messages"):
+                break
+            first.append(ln)
+    intro = lines[0] if lines else ""
+    return "\n".join([
+        "## Benchmarks",
+        "",
+        "`make bench` (tests/bench/run; details in tests/bench/README.md) boots one "
+        "QEMU guest and runs the same workloads over pohmelfs, NFSv3 (async "
+        "export), NFSv4.2, SMB3 (Samba), 9p (diod), ext4 and tmpfs, over loopback "
+        "with a LAN-like delay added by `tc netem` and without. Latest run:",
+        "",
+        intro,
+        "",
+    ] + ["#" + x if x.startswith("####") else x for x in first] + [
+        "",
+        "All delays, message counts, server CPU and memory: "
+        "[tests/bench/results/latest.md](tests/bench/results/latest.md), "
+        "[latest.json](tests/bench/results/latest.json), "
+        "![chart](tests/bench/results/latest.png)",
+        "",
+        "Reproduce (root on a Debian 12 host with QEMU; ~%s): `make bench`, or "
+        "`tests/bench/run BENCH_FILES=%s BENCH_REPS=%s BENCH_SEQ_MB=%s "
+        "BENCH_DELAYS=\"%s\"`. Timings under TCG emulation on a shared machine "
+        "compare filesystems within one run; they are not absolute figures."
+        % ("see tests/bench/README.md", guest.get("files", "?"), guest.get("reps", "?"),
+           guest.get("seq_mb", "?"), guest.get("delays", "?")),
+        ""])
 
 
 def chart(path, guest, results, idx, delays):
@@ -321,6 +364,8 @@ def main():
     with open(os.path.join(a.out, "latest.json"), "w") as f:
         json.dump(doc, f, indent=1, ensure_ascii=False)
         f.write("\n")
+    with open(os.path.join(a.out, "README-section.md"), "w") as f:
+        f.write(readme_section(guest, host, md, delays))
     chart(os.path.join(a.out, "latest.png"), guest, results, idx, delays)
     sys.stdout.write(md)
     return 0
