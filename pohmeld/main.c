@@ -201,6 +201,7 @@ int main(int argc, char **argv)
 	}
 
 	umask(0);	/* clients send modes with their umask applied */
+	child_open_init();
 	raise_nofile();
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);

@@ -253,6 +253,7 @@ int attr_of_fd(int fd, const struct stat *st, const struct woid *known,
 int attr_put(struct req *r, int fd);
 int attr_put_known(struct req *r, int fd, const struct woid *known);
 int child_open(int dirfd, const char *name, int *fd);
+void child_open_init(void);
 void proc_path(char *buf, size_t n, int fd);
 
 int op_getattr(struct req *r);
