@@ -287,6 +287,14 @@ static void t_squash(void)
 	      "client outside allow= list is refused");
 	cl_close(&c);
 	CHECK(stop_server(&s2) == 0, "allow-list server stops cleanly");
+
+	CHECK(start_server("allow2", conf("no_root_squash allow=10.0.0.0/8,127.0.0.1/32",
+					   NULL), &s2) == 0,
+	      "allow-list server (with 127.0.0.1/32) starts");
+	CHECK(cl_open(&c, &s2, 0, 0) == 0 && pc_ping(&c) == 0,
+	      "client inside the allow= list is served");
+	cl_close(&c);
+	CHECK(stop_server(&s2) == 0, "allow-list server stops cleanly");
 }
 
 static void t_auth(void)
