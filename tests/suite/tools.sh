@@ -93,7 +93,7 @@ fi
 
 # --- fio ---
 if have fio; then
-	fj() { fio --output-format=normal --minimal --ioengine=psync --verify=crc32c --verify_fatal=1 \
+	fj() { fio --verify_state_save=0 --output-format=normal --minimal --ioengine=psync --verify=crc32c --verify_fatal=1 \
 		--do_verify=1 --group_reporting "$@"; }
 	check "fio: 4 MiB random 4k writes, crc32c verify (buffered)" \
 		fj --name=buf --filename="$w1/fio.buf" --size=4m --bs=4k --rw=randwrite
