@@ -363,6 +363,27 @@ static int compact(const char *path)
 	return 0;
 }
 
+/* mkdir -p, 0700 for what it creates. */
+static int mkdir_p(const char *path)
+{
+	char buf[4096], *p;
+
+	if (strlen(path) >= sizeof(buf)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	strcpy(buf, path);
+	for (p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(buf, 0700) && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return mkdir(buf, 0700);
+}
+
 int oid_init(int rootfd, const char *state_dir)
 {
 	char path[4200];
@@ -379,7 +400,7 @@ int oid_init(int rootfd, const char *state_dir)
 	err = grow();
 	if (err)
 		goto out_unlock;
-	if (mkdir(state_dir, 0700) && errno != EEXIST) {
+	if (mkdir_p(state_dir) && errno != EEXIST) {
 		err = errno;
 		log_err("state directory %s: %s", state_dir, strerror(err));
 		goto out_unlock;
