@@ -28,11 +28,11 @@ static struct pohmel_handle *file_handle(struct file *file,
 }
 
 /*
- * Fill @nr locked, contiguous folios starting at file offset @pos with one
- * READ; zero what lies beyond the end of file; unlock them all.
+ * Fill @nr locked, contiguous folios with one READ; zero what lies beyond
+ * the end of file; unlock them all unless @keep_locked.
  */
-static int read_folios(struct file *file, struct inode *inode,
-		       struct folio **folios, unsigned int nr)
+static int fill_folios(struct file *file, struct inode *inode,
+		       struct folio **folios, unsigned int nr, bool keep_locked)
 {
 	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
 	struct pohmel_inode *pi = POHMEL_I(inode);
@@ -74,10 +74,17 @@ out:
 						   PAGE_SIZE);
 			folio_mark_uptodate(folio);
 		}
-		folio_unlock(folio);
+		if (!keep_locked)
+			folio_unlock(folio);
 	}
 	pohmel_put_handle(h);
 	return n < 0 ? n : 0;
+}
+
+static int read_folios(struct file *file, struct inode *inode,
+		       struct folio **folios, unsigned int nr)
+{
+	return fill_folios(file, inode, folios, nr, false);
 }
 
 static int pohmel_read_folio(struct file *file, struct folio *folio)
@@ -235,8 +242,70 @@ const struct vm_operations_struct pohmel_vm_ops = {
 	.page_mkwrite	= pohmel_page_mkwrite,
 };
 
+/*
+ * Buffered writes: the folio is made uptodate first (read from the server
+ * for a partial write inside the file, zeroed beyond its end) so a short
+ * copy never exposes stale memory; writepages sends it later.
+ */
+static int pohmel_write_begin(POHMEL_WB_FILE_PARAM,
+			      struct address_space *mapping, loff_t pos,
+			      unsigned int len, POHMEL_WB_FLAGS_PARAM
+			      POHMEL_WB_FOLIO_T **foliop, void **fsdata)
+{
+	struct inode *inode = mapping->host;
+	struct folio *folio;
+	int err;
+
+	folio = pohmel_grab_folio(mapping, pos >> PAGE_SHIFT);
+	if (IS_ERR(folio))
+		return PTR_ERR(folio);
+	if (!folio_test_uptodate(folio) && len < PAGE_SIZE) {
+		if (folio_pos(folio) >= i_size_read(inode)) {
+			folio_zero_segment(folio, 0, PAGE_SIZE);
+			folio_mark_uptodate(folio);
+		} else {
+			err = fill_folios(pohmel_wb_file(), inode, &folio, 1,
+					  true);
+			if (err) {
+				folio_unlock(folio);
+				folio_put(folio);
+				return err;
+			}
+		}
+	}
+	*foliop = pohmel_wb_out(folio);
+	return 0;
+}
+
+static int pohmel_write_end(POHMEL_WB_FILE_PARAM,
+			    struct address_space *mapping, loff_t pos,
+			    unsigned int len, unsigned int copied,
+			    POHMEL_WB_FOLIO_T *wbf, void *fsdata)
+{
+	struct folio *folio = pohmel_wb_in(wbf);
+	struct inode *inode = mapping->host;
+
+	if (!folio_test_uptodate(folio)) {
+		/* a whole-page write that came up short: let it retry */
+		if (copied < len) {
+			copied = 0;
+			goto out;
+		}
+		folio_mark_uptodate(folio);
+	}
+	if (pos + copied > i_size_read(inode))
+		i_size_write(inode, pos + copied);
+	folio_mark_dirty(folio);
+out:
+	folio_unlock(folio);
+	folio_put(folio);
+	return copied;
+}
+
 const struct address_space_operations pohmel_aops = {
 	POHMEL_AOPS_READ(pohmel_read_folio),
+	.write_begin	= pohmel_write_begin,
+	.write_end	= pohmel_write_end,
 	.readahead	= pohmel_readahead,
 	.writepages	= pohmel_writepages,
 	POHMEL_AOPS_DIRTY,

@@ -119,6 +119,7 @@ static inline struct timespec64 inode_set_atime_to_ts(struct inode *inode,
 #define folio_wait_stable		wait_for_stable_page
 #define folio_mark_dirty		set_page_dirty
 #define folio_zero_segment		zero_user_segment
+#define folio_zero_segments		zero_user_segments
 #endif
 
 #ifndef HAVE_KMAP_LOCAL_PAGE
@@ -206,6 +207,73 @@ static inline int pohmel_write_cache_folios(struct address_space *mapping,
 }
 #endif
 
+/*
+ * --- buffered writes: ->write_begin/->write_end ----------------------
+ * 6.17 const struct kiocb *; 6.12 struct folio **; 5.19 no flags.
+ * Our implementations take (file, mapping, pos, len, folio) and these
+ * macros adapt the prototypes.
+ */
+#if defined(HAVE_WRITE_BEGIN_KIOCB)
+#define POHMEL_WB_FILE_PARAM	const struct kiocb *iocb
+#define pohmel_wb_file()	(iocb->ki_filp)
+#else
+#define POHMEL_WB_FILE_PARAM	struct file *file
+#define pohmel_wb_file()	(file)
+#endif
+#if defined(HAVE_WRITE_BEGIN_KIOCB) || defined(HAVE_WRITE_BEGIN_FOLIO)
+#define POHMEL_WB_FOLIO_T	struct folio
+#define pohmel_wb_out(folio)	(folio)
+#define pohmel_wb_in(p)		(p)
+#else
+#define POHMEL_WB_FOLIO_T	struct page
+#define pohmel_wb_out(folio)	folio_page(folio, 0)
+#define pohmel_wb_in(p)		page_folio(p)
+#endif
+#if defined(HAVE_WRITE_BEGIN_NO_FLAGS) || defined(HAVE_WRITE_BEGIN_FOLIO) || \
+	defined(HAVE_WRITE_BEGIN_KIOCB)
+#define POHMEL_WB_FLAGS_PARAM
+#else
+#define POHMEL_WB_FLAGS_PARAM	unsigned int flags,
+#endif
+
+/* A locked folio of @mapping at @index for writing, or ERR_PTR. */
+static inline struct folio *pohmel_grab_folio(struct address_space *mapping,
+					      pgoff_t index)
+{
+#if defined(FGP_WRITEBEGIN)
+	/* NULL before 6.4, ERR_PTR since */
+	struct folio *folio = __filemap_get_folio(mapping, index,
+				FGP_WRITEBEGIN, mapping_gfp_mask(mapping));
+
+	return folio ?: ERR_PTR(-ENOMEM);
+#else
+#ifdef HAVE_WRITE_BEGIN_NO_FLAGS
+	struct page *page = grab_cache_page_write_begin(mapping, index);
+#else
+	struct page *page = grab_cache_page_write_begin(mapping, index, 0);
+#endif
+	return page ? page_folio(page) : ERR_PTR(-ENOMEM);
+#endif
+}
+
+/* generic_perform_write(), advancing ki_pos on every kernel. */
+static inline ssize_t pohmel_perform_write(struct kiocb *iocb,
+					   struct iov_iter *from)
+{
+	loff_t before = iocb->ki_pos;
+	ssize_t ret;
+
+#ifdef HAVE_GENERIC_PERFORM_WRITE_IOCB
+	ret = generic_perform_write(iocb, from);
+#else
+	ret = generic_perform_write(iocb->ki_filp, from, iocb->ki_pos);
+#endif
+	/* 6.5 moved the ki_pos update into generic_perform_write */
+	if (ret > 0 && iocb->ki_pos == before)
+		iocb->ki_pos += ret;
+	return ret;
+}
+
 /* --- 6.0: FMODE_CAN_ODIRECT ----------------------------------------- */
 static inline void pohmel_allow_odirect(struct file *file)
 {
@@ -248,6 +316,39 @@ static inline void pohmel_allow_odirect(struct file *file)
 #ifndef HAVE_ALLOC_INODE_SB
 #define alloc_inode_sb(sb, cache, gfp)	kmem_cache_alloc(cache, gfp)
 #endif
+
+/*
+ * --- POSIX ACL inode operations -------------------------------------
+ * 6.2: ->get_inode_acl(inode, type, rcu) and ->set_acl(idmap, dentry, ..),
+ * the VFS routes system.posix_acl_* itself. Before: ->get_acl (5.15 added
+ * rcu) and ->set_acl([userns,] inode, ..), routed by the kernel's
+ * posix_acl_{access,default}_xattr_handler in s_xattr.
+ * 7.0: posix_acl_to_xattr() allocates the buffer.
+ */
+#ifdef HAVE_INODE_ACL_OPS
+#define POHMEL_IOP_GET_ACL(fn)	.get_inode_acl = (fn)
+#define POHMEL_SET_ACL_PARAMS \
+	POHMEL_IDMAP_PARAM struct dentry *dentry, struct posix_acl *acl, int type
+#define pohmel_set_acl_inode()	d_inode(dentry)
+#else
+#define POHMEL_IOP_GET_ACL(fn)	.get_acl = (fn)
+#define POHMEL_SET_ACL_PARAMS \
+	POHMEL_IDMAP_PARAM struct inode *acl_inode, struct posix_acl *acl, \
+	int type
+#define pohmel_set_acl_inode()	acl_inode
+#define POHMEL_ACL_XATTR_HANDLERS
+#endif
+#if defined(HAVE_INODE_ACL_OPS) || defined(HAVE_GET_ACL_RCU)
+#define POHMEL_GET_ACL_PARAMS	struct inode *inode, int type, bool rcu
+#define pohmel_get_acl_rcu()	(rcu)
+#else
+#define POHMEL_GET_ACL_PARAMS	struct inode *inode, int type
+#define pohmel_get_acl_rcu()	false
+#endif
+
+struct posix_acl;
+/* The xattr form of @acl in a kmalloc'ed buffer (size in *size), or NULL. */
+void *pohmel_acl_to_xattr(const struct posix_acl *acl, size_t *size);
 
 /* --- 6.3: <linux/filelock.h>; 6.9: struct file_lock_core ---------- */
 #ifdef HAVE_LOCKS_IN_FILELOCK

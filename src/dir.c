@@ -112,6 +112,11 @@ static int do_create(struct inode *dir, struct dentry *dentry, u16 op,
 	u32 tlen = target ? strlen(target) : 0;
 	int err;
 
+	if (op != POHMEL_OP_SYMLINK) {
+		err = pohmel_acl_create_mode(dir, &mode);
+		if (err)
+			return err;
+	}
 	if (op != POHMEL_OP_MKNOD)
 		mode &= 07777;
 	err = pohmel_rpc_create(pohmel_conn(dir), op, &POHMEL_I(dir)->oid,
@@ -251,6 +256,8 @@ const struct inode_operations pohmel_dir_iops = {
 	.unlink		= pohmel_unlink,
 	.rmdir		= pohmel_rmdir,
 	.rename		= pohmel_rename,
+	POHMEL_IOP_GET_ACL(pohmel_get_acl),
+	.set_acl	= pohmel_set_acl,
 	.getattr	= pohmel_getattr,
 	.setattr	= pohmel_setattr,
 	.listxattr	= pohmel_listxattr,

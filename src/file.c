@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * file.c - regular files: OPEN/CLOSE handles (so an open file keeps
- * working after it is unlinked), reads through the page cache (or
- * directly with O_DIRECT or cache=none), writes sent to the server in
- * wsize pieces as they happen (the page cache range is then dropped),
- * fsync, mmap.
+ * working after it is unlinked), reads and writes through the page cache
+ * (written back in wsize batches by addr.c at close, fsync, stat, memory
+ * pressure), or directly to the server with O_DIRECT or cache=none (in
+ * wsize pieces; the cached range is then dropped), fsync, mmap.
  */
 #include <linux/cred.h>
 #include <linux/fs.h>
@@ -213,8 +213,7 @@ static ssize_t write_through(struct kiocb *iocb, struct iov_iter *from)
 					      start >> PAGE_SHIFT,
 					      (iocb->ki_pos - 1) >> PAGE_SHIFT);
 	if (done > 0)
-		atomic64_add(done, direct_io(iocb) ? &sbi->stats.direct_written :
-			     &sbi->stats.bytes_written);
+		atomic64_add(done, &sbi->stats.direct_written);
 	return done;
 }
 
@@ -233,7 +232,16 @@ static ssize_t pohmel_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	ret = generic_write_checks(iocb, from);
 	if (ret <= 0)
 		goto out;
-	ret = write_through(iocb, from);
+	if (direct_io(iocb)) {
+		ret = write_through(iocb, from);
+		goto out;
+	}
+	/* buffered: drop a stale cache first, then copy into it */
+	ret = pohmel_revalidate_inode(inode, false);
+	if (!ret)
+		ret = pohmel_revalidate_mapping(inode);
+	if (!ret)
+		ret = pohmel_perform_write(iocb, from);
 out:
 	inode_unlock(inode);
 	if (ret > 0 && !(iocb->ki_flags & IOCB_DSYNC))

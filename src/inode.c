@@ -12,6 +12,7 @@
 #include <linux/jiffies.h>
 #include <linux/log2.h>
 #include <linux/pagemap.h>
+#include <linux/posix_acl.h>
 #include <linux/slab.h>
 #include <linux/writeback.h>
 
@@ -113,7 +114,7 @@ int pohmel_refresh_inode(struct inode *inode, const struct pohmel_fattr *fa,
 			 unsigned int flags)
 {
 	struct pohmel_inode *pi = POHMEL_I(inode);
-	bool stale;
+	bool stale, moved;
 
 	if ((inode->i_mode & S_IFMT) && (fa->mode & S_IFMT) !=
 	    (inode->i_mode & S_IFMT))
@@ -122,14 +123,16 @@ int pohmel_refresh_inode(struct inode *inode, const struct pohmel_fattr *fa,
 		return -ESTALE;
 
 	spin_lock(&pi->lock);
-	stale = pi->attr_time && pi->change != fa->change &&
-		!(flags & POHMEL_REFRESH_OWN);
+	moved = pi->change != fa->change;
+	stale = pi->attr_time && moved && !(flags & POHMEL_REFRESH_OWN);
 	pi->change = fa->change;
 	pi->attr_time = jiffies | 1;
 	pi->grant = fa->grant;
 	spin_unlock(&pi->lock);
 	if (stale && S_ISREG(inode->i_mode))
 		set_bit(POHMEL_I_DATA_STALE, &pi->flags);
+	if (moved)
+		forget_all_cached_acls(inode);
 
 	inode->i_mode = fa->mode;
 	set_nlink(inode, fa->nlink);
@@ -140,7 +143,14 @@ int pohmel_refresh_inode(struct inode *inode, const struct pohmel_fattr *fa,
 	if (fa->blksize >= 512 && fa->blksize <= (1U << 20) &&
 	    is_power_of_2(fa->blksize))
 		inode->i_blkbits = ilog2(fa->blksize);
-	i_size_write(inode, fa->size);
+	if (S_ISREG(inode->i_mode) &&
+	    (mapping_tagged(inode->i_mapping, PAGECACHE_TAG_DIRTY) ||
+	     mapping_tagged(inode->i_mapping, PAGECACHE_TAG_WRITEBACK)))
+		/* data not yet written back may extend the file */
+		i_size_write(inode, max_t(loff_t, fa->size,
+					  i_size_read(inode)));
+	else
+		i_size_write(inode, fa->size);
 	return 0;
 }
 
@@ -379,6 +389,8 @@ static const char *pohmel_get_link(struct dentry *dentry, struct inode *inode,
 }
 
 const struct inode_operations pohmel_file_iops = {
+	POHMEL_IOP_GET_ACL(pohmel_get_acl),
+	.set_acl	= pohmel_set_acl,
 	.getattr	= pohmel_getattr,
 	.setattr	= pohmel_setattr,
 	.listxattr	= pohmel_listxattr,
@@ -392,6 +404,8 @@ const struct inode_operations pohmel_symlink_iops = {
 };
 
 const struct inode_operations pohmel_special_iops = {
+	POHMEL_IOP_GET_ACL(pohmel_get_acl),
+	.set_acl	= pohmel_set_acl,
 	.getattr	= pohmel_getattr,
 	.setattr	= pohmel_setattr,
 	.listxattr	= pohmel_listxattr,

@@ -159,6 +159,11 @@ extern const struct vm_operations_struct pohmel_vm_ops;
 extern const struct xattr_handler *pohmel_xattr_handlers[];
 ssize_t pohmel_listxattr(struct dentry *dentry, char *buf, size_t size);
 
+/* acl.c */
+struct posix_acl *pohmel_get_acl(POHMEL_GET_ACL_PARAMS);
+int pohmel_set_acl(POHMEL_SET_ACL_PARAMS);
+int pohmel_acl_create_mode(struct inode *dir, umode_t *mode);
+
 /* lock.c */
 int pohmel_lock(struct file *file, int cmd, struct file_lock *fl);
 int pohmel_flock(struct file *file, int cmd, struct file_lock *fl);

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * xattr.c - extended attributes forwarded to the server by full name
- * ("user.x", "trusted.y", "security.z"). POSIX ACLs are enforced by the
- * server (it runs each request with the caller's credentials).
+ * ("user.x", "trusted.y", "security.z"). POSIX ACLs (acl.c) travel as
+ * system.posix_acl_* xattrs through the inode's ACL operations.
  */
+#include <linux/fs.h>
+#include <linux/posix_acl_xattr.h>
 #include <linux/xattr.h>
 
 #include "pohmel.h"
@@ -70,6 +72,10 @@ static const struct xattr_handler pohmel_security_xattr = {
 };
 
 const struct xattr_handler *pohmel_xattr_handlers[] = {
+#ifdef POHMEL_ACL_XATTR_HANDLERS
+	&posix_acl_access_xattr_handler,
+	&posix_acl_default_xattr_handler,
+#endif
 	&pohmel_user_xattr,
 	&pohmel_trusted_xattr,
 	&pohmel_security_xattr,

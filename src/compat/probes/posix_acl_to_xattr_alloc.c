@@ -1,7 +1,10 @@
 /*
- * 7.0 ("posix_acl: make posix_acl_to_xattr() alloc the buffer"):
+ * 7.0 ("posix_acl: make posix_acl_to_xattr() allocate the buffer"):
  * posix_acl_to_xattr(ns, acl, &size, gfp) returns a new buffer.
  */
+#include <linux/fs.h>
+#include <linux/user_namespace.h>
+#include <linux/posix_acl.h>
 #include <linux/posix_acl_xattr.h>
 void *probe(const struct posix_acl *a, size_t *s)
 {
