@@ -38,9 +38,22 @@ void *req_put(struct req *r, uint32_t n)
 /* Resolve (id, gen) to an O_PATH fd. Before req_caller(): needs caps. */
 int req_obj(struct req *r, const struct woid *o, int *fd, struct stat *st)
 {
+	int err;
+
 	if (r->as_caller)
 		return EPERM;	/* a handler bug: resolve first */
-	return oid_open(o, fd, st);
+	err = oid_open(o, fd, st);
+	/* Unlinked but open in this session: its handle still names it. */
+	if (err == ESTALE && r->s && o->gen &&
+	    session_handle_any(r->s, o, fd) == 0) {
+		if (fstat(*fd, st)) {
+			err = errno;
+			close(*fd);
+			return err;
+		}
+		return 0;
+	}
+	return err;
 }
 
 int req_caller(struct req *r)

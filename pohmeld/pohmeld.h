@@ -169,6 +169,7 @@ int session_handle_add(struct session *s, int fd, const struct woid *o,
 		       unsigned int flags, uint64_t *handle);
 int session_handle_get(struct session *s, uint64_t handle,
 		       const struct woid *o, int *fd, unsigned int *flags);
+int session_handle_any(struct session *s, const struct woid *o, int *fd);
 int session_handle_close(struct session *s, uint64_t handle,
 			 const struct woid *o);
 

@@ -438,6 +438,30 @@ int session_handle_get(struct session *s, uint64_t handle,
 	return err;
 }
 
+/*
+ * Any open handle of object o (a dup of its fd): how an unlinked but open
+ * object stays reachable by (id, gen) for GETATTR, SETATTR and friends
+ * once the kernel no longer resolves its file handle.
+ */
+int session_handle_any(struct session *s, const struct woid *o, int *fd)
+{
+	uint32_t i;
+	int err = ESTALE;
+
+	pthread_mutex_lock(&s->mu);
+	for (i = 0; i < s->nhandles; i++) {
+		struct handle_ent *h = &s->handles[i];
+
+		if (h->fd >= 0 && h->oid.id == o->id && h->oid.gen == o->gen) {
+			*fd = fcntl(h->fd, F_DUPFD_CLOEXEC, 3);
+			err = *fd < 0 ? errno : 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+	return err;
+}
+
 int session_handle_close(struct session *s, uint64_t handle,
 			 const struct woid *o)
 {

@@ -197,16 +197,22 @@ static void t_unlinked_open(void)
 	      got == 8, "and writable");
 	{
 		struct wattr a;
-		int err = pc_getattr(&c, &f.oid, &a);
 
-		/* Whether the kernel still resolves an unlinked inode's
-		 * handle differs between filesystems; both are allowed. */
-		CHECK((err == 0 && a.nlink == 0) || err == ESTALE,
-		      "GETATTR of the unlinked object: nlink 0 or ESTALE (%d)",
-		      err);
+		CHECK(pc_getattr(&c, &f.oid, &a) == 0 && a.nlink == 0 &&
+		      a.size == 8, "GETATTR of the unlinked open object");
+		CHECK(pc_setattr(&c, &f.oid, POHMEL_SET_SIZE | POHMEL_SET_MODE,
+				 0600, 0, 0, 4, NULL, NULL, &a) == 0 &&
+		      a.size == 4 && (a.mode & 0777) == 0600,
+		      "SETATTR (ftruncate, fchmod) of the unlinked open object");
 	}
 	CHECK(pc_fsync(&c, &f.oid, h, 0) == 0, "FSYNC through the handle");
 	CHECK(pc_close(&c, &f.oid, h) == 0, "CLOSE");
+	{
+		struct wattr a;
+
+		CHECK(pc_getattr(&c, &f.oid, &a) == ESTALE,
+		      "after the last CLOSE the object is gone: ESTALE");
+	}
 	CHECK(pc_read(&c, &f.oid, h, 0, buf, sizeof(buf), &got) == EBADF,
 	      "closed handle EBADF");
 	CHECK(pc_close(&c, &f.oid, h) == EBADF, "double CLOSE EBADF");
