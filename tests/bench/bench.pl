@@ -13,7 +13,7 @@
 # perl's start-up, slow under TCG, is not part of the measurement).
 use strict;
 use warnings;
-use Fcntl qw(O_RDONLY O_WRONLY O_CREAT O_EXCL SEEK_SET);
+use Fcntl qw(O_RDONLY O_WRONLY O_CREAT O_TRUNC SEEK_SET);
 use Time::HiRes qw(time sleep);
 
 my ($cmd, $path, $n) = @ARGV;
@@ -24,7 +24,7 @@ sub create_all {
 	my ($dir) = @_;
 	mkdir $dir or die "mkdir $dir: $!\n";
 	for my $i (1 .. $n) {
-		sysopen(my $fh, "$dir/f$i", O_WRONLY | O_CREAT | O_EXCL, 0644)
+		sysopen(my $fh, "$dir/f$i", O_WRONLY | O_CREAT | O_TRUNC, 0644)
 			or die "create $dir/f$i: $!\n";
 		syswrite($fh, $block) == 4096 or die "write $dir/f$i: $!\n";
 		close $fh or die "close $dir/f$i: $!\n";

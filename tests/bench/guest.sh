@@ -167,9 +167,9 @@ export -f untar_sync rm_sync find_ls git_status seq_write seq_read rand_read par
 export TREE PL SEQ_MB RAND_OPS PAR PAR_FILES
 
 # run_workloads: every workload REPS times on $D1 (and $D2) of $FS.
-run_workloads() {
+run_workloads() {	# FIRST LAST: repetitions FIRST..LAST
 	local r s
-	for ((r = 1; r <= REPS; r++)); do
+	for ((r = $1; r <= $2; r++)); do
 		s=$(date +%s)
 		rm -rf "$D1/t" "$D1/seq" "$D1/small" "$D1"/par* 2>/dev/null
 		mkdir -p "$D1/t"
@@ -197,7 +197,7 @@ run_workloads() {
 
 # --- filesystems: fs_up NAME sets D1 D2 (or returns 1 with $WHY) -----------------------
 WHY=
-NFSOPTS=${BENCH_NFS_OPTS:-proto=tcp,hard}
+NFSOPTS=${BENCH_NFS_OPTS:-proto=tcp,hard,sec=sys}
 fs_up() {
 	WHY=
 	case $1 in
@@ -212,6 +212,7 @@ fs_up() {
 		$SRV/nfs4 127.0.0.1(rw,sync,no_subtree_check,no_root_squash,fsid=102)
 		EOT
 		nfs_start >"$OUT" 2>&1 || { WHY="NFS server did not start: $(tail -n 5 "$OUT")"; return 1; }
+		nfs_grace
 		local o
 		if [ "$1" = nfs3 ]; then o="vers=3,$NFSOPTS"; else o="vers=4.2,$NFSOPTS"; fi
 		mount -t nfs -o "$o" "127.0.0.1:$SRV/$1" /mnt/bench-a >"$OUT" 2>&1 &&
@@ -270,7 +271,7 @@ fs_up() {
 	esac
 	mkdir -p "$D1" "$D2"
 }
-NFS_UP=0
+NFS_UP=0 NFS_T0=0
 nfs_start() {	# knfsd by hand, once: rpcbind, statd, mountd, 8 threads
 	[ "$NFS_UP" = 1 ] && { exportfs -ra; return; }
 	modprobe nfsd || return 1
@@ -280,12 +281,15 @@ nfs_start() {	# knfsd by hand, once: rpcbind, statd, mountd, 8 threads
 	pidof rpc.statd >/dev/null || rpc.statd || return 1
 	exportfs -ra || return 1
 	pidof rpc.mountd >/dev/null || rpc.mountd || return 1
-	# The shortest NFSv4 grace period (the server refuses OPENs during it).
-	echo 10 >/proc/fs/nfsd/nfsv4gracetime
-	echo 10 >/proc/fs/nfsd/nfsv4leasetime
 	rpc.nfsd 8 || return 1
 	NFS_UP=1
-	sleep 12
+	NFS_T0=$(date +%s)
+}
+# The NFSv4 server refuses OPENs during its grace period (lease time, 90 s)
+# after it starts: it is started early and this waits out what is left.
+nfs_grace() {
+	local left=$((NFS_T0 + 95 - $(date +%s)))
+	[ "$left" -le 0 ] || { log "waiting ${left}s for the NFSv4 grace period"; sleep "$left"; }
 }
 nfs_stop() {
 	[ "$NFS_UP" = 1 ] || return 0
@@ -320,26 +324,37 @@ set_delay() {	# round-trip ms added on lo (netem on each direction: half)
 
 # --- main ---------------------------------------------------------------------------------
 log "bench: fs [$FSLIST], delays [$DELAYS] ms, $REPS reps, tree $TREE, seq ${SEQ_MB} MiB"
+case " $FSLIST " in
+*" nfs3 "*|*" nfs4 "*)
+	mkdir -p "$SRV/nfs3" "$SRV/nfs4"
+	printf '%s 127.0.0.1(rw,async,no_subtree_check,no_root_squash,fsid=101)\n%s 127.0.0.1(rw,sync,no_subtree_check,no_root_squash,fsid=102)\n' \
+		"$SRV/nfs3" "$SRV/nfs4" >/etc/exports
+	nfs_start >"$OUT" 2>&1 || log "NFS server did not start: $(tail -n 5 "$OUT")" ;;
+esac
+# Repetitions outermost: a run cut short still has every filesystem.
+declare -A BROKEN_FS=()
+for ((rep = 1; rep <= REPS; rep++)); do
 first=1
 for DELAY in $DELAYS; do
 	set_delay "$DELAY" || continue
-	log "delay ${DELAY} ms round trip on lo: $(tc qdisc show dev lo | head -n 1)"
+	log "rep $rep/$REPS, delay ${DELAY} ms round trip on lo: $(tc qdisc show dev lo | head -n 1)"
 	for FS in $FSLIST; do
 		case $FS in
-		# Local filesystems do not go through lo: measured once.
+		# Local filesystems do not go through lo: measured once per rep.
 		ext4|tmpfs) [ "$first" = 1 ] || continue; d=$DELAY; DELAY=local ;;
 		*) d=$DELAY ;;
 		esac
-		BROKEN=
-		log "$FS (delay $DELAY): setting up"
+		BROKEN=${BROKEN_FS[$FS]:-}
+		log "$FS (delay $DELAY, rep $rep): setting up"
 		if fs_up "$FS"; then
 			export D1 D2
-			run_workloads
+			run_workloads "$rep" "$rep"
 			fs_down "$FS"
+			BROKEN_FS[$FS]=$BROKEN
 			# A pohmel hang (unkillable in the kernel) is not retried.
 			[ "$FS" != pohmel ] || [ -z "$BROKEN" ] ||
 				POHMEL_FAIL="not run: $BROKEN at delay $DELAY"
-		else
+		elif [ "$rep" = 1 ] || [ "$FS" != pohmel ]; then
 			log "$FS: SKIPPED: $WHY"
 			printf 'BENCH-SKIP {"fs":"%s","delay":"%s","why":"%s"}\n' "$FS" "$DELAY" "$(jstr "$WHY")"
 			fs_down "$FS"
@@ -347,6 +362,7 @@ for DELAY in $DELAYS; do
 		DELAY=$d
 	done
 	first=0
+done
 done
 tc qdisc del dev lo root 2>/dev/null
 nfs_stop >/dev/null 2>&1
