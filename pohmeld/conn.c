@@ -20,6 +20,7 @@
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/un.h>
 #include <time.h>
@@ -103,8 +104,8 @@ static int read_full(int fd, uint8_t *p, size_t n)
 #define BUF_SIZE	(POHMEL_HDR_SIZE + POHMEL_MAX_MSG)
 
 /*
- * After a large message, give the buffer's pages beyond the first 64 KiB
- * back to the kernel, so that an idle connection costs tens of KiB, not
+ * After a large message and a quiet moment, give the buffer's pages
+ * beyond the first 64 KiB back to the kernel, so that an idle connection costs tens of KiB, not
  * the 2 MiB its last 1 MiB READ touched. Only whole pages inside the
  * buffer are dropped; they read back as zeros, which nothing relies on.
  */
@@ -119,11 +120,26 @@ static void trim(uint8_t *buf)
 
 static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 {
+	bool big_rx = false, big_tx = false;
+
 	for (;;) {
 		uint32_t outlen = 0;
 		struct whdr h;
 		int ret;
 
+		/* Trim only once the client has been quiet for 100 ms, so a
+		 * stream of 1 MiB requests does not fault pages in each time. */
+		if (big_rx || big_tx) {
+			struct pollfd p = { .fd = c->fd, .events = POLLIN };
+
+			if (poll(&p, 1, 100) == 0) {
+				if (big_rx)
+					trim(rx);
+				if (big_tx)
+					trim(tx);
+				big_rx = big_tx = false;
+			}
+		}
 		if (!read_full(c->fd, rx, POHMEL_HDR_SIZE))
 			return;
 		if (proto_hdr(rx, &h, c->max_msg)) {
@@ -146,10 +162,8 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 			return;
 		if (ret == DISPATCH_CLOSE)
 			return;
-		if (h.len > KEEP_RESIDENT)
-			trim(rx);
-		if (outlen > KEEP_RESIDENT)
-			trim(tx);
+		big_rx |= h.len > KEEP_RESIDENT;
+		big_tx |= outlen > KEEP_RESIDENT;
 	}
 }
 
