@@ -173,6 +173,86 @@ static void t_locks(void)
 	cl_close(&b);
 }
 
+/*
+ * Random POSIX lock/unlock/test operations from 3 sessions x 2 owners on
+ * bytes [0, 48), checked against a byte-by-byte model of who holds what.
+ */
+#define MB 48
+static int model[3][2][MB];	/* 0 none, 1 RD, 2 WR */
+
+static bool model_conflict(int cl, int ow, int type, int st, int en)
+{
+	int c2, o2, b;
+
+	for (c2 = 0; c2 < 3; c2++)
+		for (o2 = 0; o2 < 2; o2++) {
+			if (c2 == cl && o2 == ow)
+				continue;
+			for (b = st; b < en; b++)
+				if (model[c2][o2][b] &&
+				    (type == 2 || model[c2][o2][b] == 2))
+					return true;
+		}
+	return false;
+}
+
+static void t_lock_model(void)
+{
+	struct pc c[3];
+	struct wattr f;
+	int i, k, bad = 0, granted = 0, refused = 0;
+	unsigned int seed = 12345;
+
+	memset(model, 0, sizeof(model));
+	for (i = 0; i < 3; i++)
+		cl_open(&c[i], &sp, 0, 0);
+	pc_mkobj(&c[0], POHMEL_OP_CREATE, &root, "lmodel", 0644, 0, 0, NULL,
+		 &f, NULL);
+	for (k = 0; k < 3000 && !bad; k++) {
+		int cl = rand_r(&seed) % 3, ow = rand_r(&seed) % 2;
+		int st = rand_r(&seed) % MB, len = 1 + rand_r(&seed) % 12;
+		int type = rand_r(&seed) % 3, test = rand_r(&seed) % 5 == 0;
+		int en = st + len > MB ? MB : st + len, err, b;
+		bool conf;
+
+		if (test && type == 0)
+			type = 1;
+		conf = type && model_conflict(cl, ow, type, st, en);
+		if (test) {
+			struct pc_lock t;
+
+			err = pc_lock(&c[cl], &f.oid, (uint64_t)ow, (uint64_t)st,
+				      (uint64_t)(en - st), (uint32_t)type,
+				      POHMEL_LOCK_TEST, 0, &t);
+			if (err || (t.type != 0) != conf)
+				bad = k + 1;
+			continue;
+		}
+		err = pc_lock(&c[cl], &f.oid, (uint64_t)ow, (uint64_t)st,
+			      (uint64_t)(en - st), (uint32_t)type, 0, 0, NULL);
+		if (conf) {
+			refused++;
+			if (err != EAGAIN)
+				bad = k + 1;
+			continue;
+		}
+		if (err) {
+			bad = k + 1;
+			continue;
+		}
+		granted++;
+		for (b = st; b < en; b++)
+			model[cl][ow][b] = type;
+	}
+	CHECK(!bad && granted > 100 && refused > 100,
+	      "3000 random POSIX lock ops match the model (%d granted, %d refused%s)",
+	      granted, refused, bad ? ", MISMATCH" : "");
+	for (i = 0; i < 3; i++) {
+		pc_bye(&c[i]);
+		cl_close(&c[i]);
+	}
+}
+
 static void t_unlinked_open(void)
 {
 	struct wattr f;
@@ -479,6 +559,7 @@ int main(int argc, char **argv)
 	}
 	t_replay();
 	t_locks();
+	t_lock_model();
 	t_unlinked_open();
 	t_concurrent();
 	t_batch();
