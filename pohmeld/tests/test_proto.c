@@ -499,8 +499,7 @@ static int seeds(const char *dir)
 	struct woid r = { POHMEL_ROOT_ID, 0 };
 	uint8_t b[1024], f[4096], uuid[16] = { 9 }, nonce[32] = { 0 };
 	char path[512];
-	struct { uint16_t op; uint32_t n; } ms[64];
-	uint32_t n, fl, i, k = 0;
+	uint32_t n, fl, k = 0;
 	FILE *fp;
 
 #define ADD(OP, ENC) do { \
@@ -517,8 +516,6 @@ static int seeds(const char *dir)
 	fwrite(f, 1, fl, fp); \
 	fclose(fp); \
 } while (0)
-	(void)ms;
-	(void)i;
 	ADD(POHMEL_OP_LOOKUP, pc_enc_name_req(b, &r, "file", 4));
 	ADD(POHMEL_OP_GETATTR, pc_enc_oid(b, &r));
 	ADD(POHMEL_OP_READDIR, pc_enc_readdir(b, &r, 0, 4096));

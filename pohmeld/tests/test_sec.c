@@ -303,7 +303,7 @@ static void t_auth(void)
 		"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 	struct srvproc s2;
 	struct pc c;
-	char kpath[300], extra[400];
+	char kpath[300];
 	char stats[4096];
 
 	snprintf(kpath, sizeof(kpath), "%s/key", base);
@@ -311,7 +311,6 @@ static void t_auth(void)
 	snprintf(conf_buf, sizeof(conf_buf),
 		 "export / %s rw no_root_squash\nstate-dir %s/state\nkey-file %s\n",
 		 exp_dir, base, kpath);
-	(void)extra;
 	CHECK(start_server("auth", conf_buf, &s2) == 0, "keyed server starts");
 
 	pc_init(&c);
