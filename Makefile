@@ -38,8 +38,20 @@ check: deps
 check-host:
 	$(MAKE) -C pohmeld check
 
+# The kernel matrix (functional suite per release), then the packaging
+# tier (build .deb/.rpm, install/purge them in every release's root).
 check-qemu:
 	tests/qemu/matrix $(SUITES)
+	tests/pkg/run-all $(SUITES)
+
+deb: deps
+	tests/pkg/build-debs
+
+rpm: deps
+	tests/pkg/build-rpms
+
+bench: deps
+	tests/bench/run
 
 demo: deps
 	tests/demo/run --suite $(DEMO_SUITE)
