@@ -41,8 +41,11 @@ check-host:
 # The kernel matrix (functional suite per release), then the packaging
 # tier (build .deb/.rpm, install/purge them in every release's root).
 check-qemu:
-	tests/qemu/matrix $(SUITES)
-	tests/pkg/run-all $(SUITES)
+	@m=0; tests/qemu/matrix $(SUITES) || m=1; \
+	p=0; tests/pkg/run-all $(SUITES) || p=1; \
+	echo "check-qemu: kernel matrix $$([ $$m = 0 ] && echo passed || echo FAILED)," \
+		"packaging tier $$([ $$p = 0 ] && echo passed || echo FAILED)"; \
+	[ $$m = 0 ] && [ $$p = 0 ]
 
 deb: deps
 	tests/pkg/build-debs
