@@ -523,6 +523,12 @@ int pohmel_conn_start(struct pohmel_conn *c)
 	return 0;
 }
 
+/* umount -f: fail whatever waits now; new requests still queue. */
+void pohmel_conn_abort(struct pohmel_conn *c)
+{
+	fail_all(c, -EIO);
+}
+
 /* Unmount: fail whatever still waits, stop the thread, close. */
 void pohmel_conn_stop(struct pohmel_conn *c)
 {

@@ -127,10 +127,17 @@ struct pohmel_conn {
 	const char *why;		/* reason of the last handshake failure */
 };
 
+/* Connected and authenticated right now (a hint: may change at once). */
+static inline bool pohmel_conn_is_up(struct pohmel_conn *c)
+{
+	return READ_ONCE(c->up);
+}
+
 /* conn.c */
 int pohmel_conn_init(struct pohmel_conn *c);
 int pohmel_conn_start(struct pohmel_conn *c);
 void pohmel_conn_stop(struct pohmel_conn *c);
+void pohmel_conn_abort(struct pohmel_conn *c);
 int pohmel_conn_call(struct pohmel_conn *c, struct pohmel_req *req);
 int pohmel_conn_call_async(struct pohmel_conn *c, struct pohmel_req *req);
 int pohmel_conn_send_all(struct socket *sock, const void *buf, size_t len);

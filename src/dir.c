@@ -59,6 +59,11 @@ static int pohmel_d_revalidate(POHMEL_D_REVALIDATE_PARAMS)
 		atomic64_inc(&sbi->stats.dentry_hits);
 		return 1;
 	}
+	if (!pohmel_conn_is_up(&sbi->conn) && d_really_is_positive(dentry)) {
+		/* the server is away: keep what we know (see getattr) */
+		atomic64_inc(&sbi->stats.dentry_hits);
+		return 1;
+	}
 	atomic64_inc(&sbi->stats.dentry_misses);
 	inode = d_inode(dentry);
 	pd = dget_parent(dentry);

@@ -234,7 +234,14 @@ static int pohmel_show_options(struct seq_file *m, struct dentry *root)
 	return 0;
 }
 
+/* umount -f: whatever waits for the server fails now. */
+static void pohmel_umount_begin(struct super_block *sb)
+{
+	pohmel_conn_abort(&POHMEL_SB(sb)->conn);
+}
+
 static const struct super_operations pohmel_sops = {
+	.umount_begin	= pohmel_umount_begin,
 	.alloc_inode	= pohmel_alloc_inode,
 	.free_inode	= pohmel_free_inode,
 	.evict_inode	= pohmel_evict_inode,
