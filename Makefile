@@ -37,6 +37,7 @@ check: deps
 
 check-host:
 	$(MAKE) -C pohmeld check
+	tests/pkg/test-mount-helper
 
 # The kernel matrix (functional suite per release), then the packaging
 # tier (build .deb/.rpm, install/purge them in every release's root).
