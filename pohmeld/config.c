@@ -8,6 +8,7 @@
  *   state-dir /var/lib/pohmeld
  *   max-connections 1024
  *   session-timeout 600
+ *   grant-lease 10
  *   export / /srv/pohmel rw root_squash allow=127.0.0.0/8,::1/128
  *
  * Every error names the file, the line and the problem.
@@ -28,6 +29,7 @@ void config_defaults(struct config *cf)
 	snprintf(cf->state_dir, sizeof(cf->state_dir), "/var/lib/pohmeld");
 	cf->max_conns = 1024;
 	cf->session_timeout = 600;
+	cf->grant_lease = 10;
 	cf->ex.root_squash = true;
 	cf->ex.anon_uid = 65534;
 	cf->ex.anon_gid = 65534;
@@ -226,7 +228,7 @@ static int config_line(struct config *cf, char *line, char *err,
 	extra = strtok_r(NULL, " \t", &save);
 	if (!strcmp(kw, "port") || !strcmp(kw, "key-file") ||
 	    !strcmp(kw, "state-dir") || !strcmp(kw, "max-connections") ||
-	    !strcmp(kw, "session-timeout")) {
+	    !strcmp(kw, "session-timeout") || !strcmp(kw, "grant-lease")) {
 		if (!arg) {
 			snprintf(err, errlen, "'%s' needs a value", kw);
 			return -1;
@@ -258,6 +260,12 @@ static int config_line(struct config *cf, char *line, char *err,
 			return -1;
 		}
 		cf->session_timeout = (int)v;
+	} else if (!strcmp(kw, "grant-lease")) {
+		if (parse_u32(arg, &v) || v == 0 || v > 3600) {
+			snprintf(err, errlen, "bad grant-lease '%s'", arg);
+			return -1;
+		}
+		cf->grant_lease = (int)v;
 	} else {
 		char *dst = !strcmp(kw, "key-file") ? cf->key_file
 						    : cf->state_dir;

@@ -30,11 +30,13 @@
 #define PRE_HELLO_MAX	4096
 #define THREAD_STACK	(256 * 1024)
 
-/* conns_mu protects conns, nconns; conns_cv signals nconns changes. */
+/* conns_mu protects conns, nconns, nworkers; conns_cv signals changes
+ * of nconns and nworkers. */
 static pthread_mutex_t conns_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t conns_cv = PTHREAD_COND_INITIALIZER;
 static struct conn *conns;
 static int nconns;
+static int nworkers;
 
 void conn_init_struct(struct conn *c, int fd)
 {
@@ -152,6 +154,14 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 			return;
 		ret = dispatch(c, rx, POHMEL_HDR_SIZE + h.len, tx,
 			       POHMEL_HDR_SIZE + c->max_msg, &outlen);
+		if (ret == DISPATCH_DEFER &&
+		    conn_defer(c, rx, POHMEL_HDR_SIZE + h.len))
+			ret = dispatch_wait(c, c->sess, rx,
+					    POHMEL_HDR_SIZE + h.len, tx,
+					    POHMEL_HDR_SIZE + c->max_msg,
+					    &outlen);
+		if (ret == DISPATCH_DEFER)
+			ret = DISPATCH_OK;
 		if (ret == DISPATCH_DROP) {
 			log_info("%s: protocol error in op %u, dropping",
 				 c->peer, h.op);
@@ -165,6 +175,80 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 		big_rx |= h.len > KEEP_RESIDENT;
 		big_tx |= outlen > KEEP_RESIDENT;
 	}
+}
+
+/*
+ * A request that waits for RECALL acks runs on a worker thread of its
+ * own, so that this connection's thread goes on reading (acks included).
+ * Its reply goes out through send_mu like any other.
+ */
+struct work {
+	struct conn *c;			/* a reference */
+	struct session *s;		/* a reference */
+	uint32_t len;
+	uint8_t raw[];
+};
+
+static void *work_thread(void *arg)
+{
+	struct work *w = arg;
+	uint32_t cap = POHMEL_HDR_SIZE + w->c->max_msg, outlen = 0;
+	uint8_t *tx = malloc(cap);
+
+	if (tx) {
+		dispatch_wait(w->c, w->s, w->raw, w->len, tx, cap, &outlen);
+		if (outlen)
+			conn_send(w->c, tx, outlen);
+	} else {
+		shutdown(w->c->fd, SHUT_RDWR);	/* the client retries */
+	}
+	free(tx);
+	session_unref(w->s);
+	conn_put(w->c);
+	free(w);
+	pthread_mutex_lock(&conns_mu);
+	nworkers--;
+	pthread_cond_broadcast(&conns_cv);
+	pthread_mutex_unlock(&conns_mu);
+	return NULL;
+}
+
+/* 0: the request runs on a worker; else run it here. */
+int conn_defer(struct conn *c, const uint8_t *raw, uint32_t rawlen)
+{
+	pthread_attr_t attr;
+	struct work *w;
+	pthread_t th;
+	int err;
+
+	if (!c->sess)
+		return EINVAL;
+	w = malloc(sizeof(*w) + rawlen);
+	if (!w)
+		return ENOMEM;
+	memcpy(w->raw, raw, rawlen);
+	w->len = rawlen;
+	w->c = c;
+	w->s = c->sess;
+	conn_get(c);
+	session_ref(c->sess);
+	pthread_mutex_lock(&conns_mu);
+	nworkers++;
+	pthread_mutex_unlock(&conns_mu);
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, THREAD_STACK);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	err = pthread_create(&th, &attr, work_thread, w);
+	pthread_attr_destroy(&attr);
+	if (!err)
+		return 0;
+	pthread_mutex_lock(&conns_mu);
+	nworkers--;
+	pthread_mutex_unlock(&conns_mu);
+	session_unref(c->sess);
+	conn_put(c);
+	free(w);
+	return err;
 }
 
 static void *conn_thread(void *arg)
@@ -181,6 +265,7 @@ static void *conn_thread(void *arg)
 
 	log_debug("%s: disconnected", c->peer);
 	lock_conn_gone(c);
+	grants_conn_gone(c);
 	if (c->sess)
 		session_detach(c->sess);
 	c->sess = NULL;
@@ -303,6 +388,7 @@ bool conns_shutdown(void)
 	/* Waiting LOCKs first get their EINTR, while their connections
 	 * still exist (op_lock refuses new waits once stopping is set). */
 	lock_shutdown();
+	grants_shutdown();
 	pthread_mutex_lock(&conns_mu);
 	for (c = conns; c; c = c->next)
 		shutdown(c->fd, SHUT_RD);
@@ -311,14 +397,14 @@ bool conns_shutdown(void)
 	clock_gettime(CLOCK_REALTIME, &dl);
 	dl.tv_sec += 30;
 	pthread_mutex_lock(&conns_mu);
-	while (nconns > 0) {
+	while (nconns > 0 || nworkers > 0) {
 		if (pthread_cond_timedwait(&conns_cv, &conns_mu, &dl) ==
 		    ETIMEDOUT) {
 			log_warn("%d connections still busy at exit", nconns);
 			break;
 		}
 	}
-	done = nconns == 0;
+	done = nconns == 0 && nworkers == 0;
 	pthread_mutex_unlock(&conns_mu);
 	return done;
 }

@@ -3,7 +3,9 @@
  * dispatch.c - from a validated message to its handler and back.
  *
  * Order for every request: connection state (only HELLO/AUTH before
- * authentication), validation result, read-only export, reply cache for
+ * authentication), validation result, read-only export, recall of
+ * conflicting grants (grants.c; a request that has to wait for acks is
+ * re-run on a worker thread, DISPATCH_DEFER), reply cache for
  * non-idempotent requests with a sequence number, then the handler with
  * the caller's squashed credentials, then the reply header.
  */
@@ -62,9 +64,7 @@ static const struct op_desc ops[POHMEL_OP_MAX] = {
 	[POHMEL_OP_LOCK]	= { op_lock, F_SEQ },
 	[POHMEL_OP_BYE]		= { op_bye, 0 },
 	[POHMEL_OP_STATS]	= { op_stats, 0 },
-	/* No grants are handed out yet (FEAT_GRANTS is not offered), so an
-	 * ack has nothing to release; it still gets its empty reply. */
-	[POHMEL_OP_RECALL_ACK]	= { op_ping, 0 },
+	[POHMEL_OP_RECALL_ACK]	= { op_recall_ack, 0 },
 };
 
 /* Write the reply header in front of r's payload. */
@@ -89,14 +89,14 @@ void reply_finish(struct req *r, uint32_t status, uint8_t *hdrp)
 }
 
 /* One request (alone or inside a BATCH); reply at out, *outlen bytes. */
-static int run_one(struct conn *c, const struct msg *m, int perr,
-		   uint8_t *out, uint32_t cap, uint32_t *outlen,
-		   bool in_batch)
+static int run_one(struct conn *c, struct session *s, const struct msg *m,
+		   int perr, uint8_t *out, uint32_t cap, uint32_t *outlen,
+		   bool in_batch, bool may_wait)
 {
 	const struct op_desc *d = m->hdr.op < POHMEL_OP_MAX ?
 				  &ops[m->hdr.op] : NULL;
 	struct req r = {
-		.c = c, .s = c->sess, .m = m, .cr = m->cr,
+		.c = c, .s = s, .m = m, .cr = m->cr,
 		.out = out + POHMEL_HDR_SIZE, .cap = cap - POHMEL_HDR_SIZE,
 		.in_batch = in_batch,
 	};
@@ -116,6 +116,9 @@ static int run_one(struct conn *c, const struct msg *m, int perr,
 		status = EROFS;
 		goto out;
 	}
+	/* Recall conflicting grants; waiting is for worker threads. */
+	if (grants_begin(&r, may_wait || in_batch) == GRANTS_DEFER)
+		return DISPATCH_DEFER;
 	if (d->flags & F_SEQ && m->hdr.seq && r.s) {
 		switch (session_seq_begin(r.s, m->hdr.seq, &status, r.out,
 					  &r.len, r.cap)) {
@@ -139,6 +142,7 @@ static int run_one(struct conn *c, const struct msg *m, int perr,
 	if (d->flags & F_SEQ && m->hdr.seq && r.s && !r.deferred)
 		session_seq_end(r.s, m->hdr.seq, status, r.out, r.len);
 out:
+	grants_end(&r);
 	if (r.deferred) {
 		*outlen = 0;
 		return DISPATCH_OK;
@@ -154,7 +158,7 @@ static int do_hello(struct conn *c, const struct msg *m, uint8_t *out,
 		    uint32_t *outlen)
 {
 	const uint8_t *b = m->body;
-	uint64_t feats, ours = POHMEL_FEAT_BATCH;
+	uint64_t feats, ours = POHMEL_FEAT_BATCH | POHMEL_FEAT_GRANTS;
 	uint8_t *p = out + POHMEL_HDR_SIZE;
 	struct req r = { .m = m, .len = POHMEL_HELLO_SIZE };
 	uint32_t status = 0, max;
@@ -187,6 +191,8 @@ static int do_hello(struct conn *c, const struct msg *m, uint8_t *out,
 		return DISPATCH_CLOSE;
 	}
 	c->features = feats & ours;
+	if (c->features & POHMEL_FEAT_GRANTS)
+		atomic_fetch_add(&grant_conns, 1);
 	c->max_nego = MIN(max, POHMEL_MAX_MSG);
 	if (getrandom(c->nonce_s, POHMEL_NONCE_LEN, 0) != POHMEL_NONCE_LEN)
 		return DISPATCH_DROP;
@@ -254,8 +260,8 @@ static int do_auth(struct conn *c, const struct msg *m, uint8_t *out,
  * inner reply gets what is left of the buffer minus a header's worth for
  * every message after it, so an error reply always fits.
  */
-static int do_batch(struct conn *c, const struct msg *m, uint8_t *out,
-		    uint32_t cap, uint32_t *outlen)
+static int do_batch(struct conn *c, struct session *s, const struct msg *m,
+		    uint8_t *out, uint32_t cap, uint32_t *outlen)
 {
 	uint32_t off, n = 0, i, used = POHMEL_HDR_SIZE;
 	struct msg *im;
@@ -289,8 +295,8 @@ static int do_batch(struct conn *c, const struct msg *m, uint8_t *out,
 			free(im);
 			return DISPATCH_DROP;
 		}
-		run_one(c, im, perr, out + used, cap - used - reserve, &ilen,
-			true);
+		run_one(c, s, im, perr, out + used, cap - used - reserve,
+			&ilen, true, true);
 		used += ilen;
 		off += POHMEL_HDR_SIZE + h.len;
 	}
@@ -301,8 +307,9 @@ static int do_batch(struct conn *c, const struct msg *m, uint8_t *out,
 	return DISPATCH_OK;
 }
 
-int dispatch(struct conn *c, const uint8_t *raw, uint32_t rawlen,
-	     uint8_t *out, uint32_t cap, uint32_t *outlen)
+static int dispatch_in(struct conn *c, struct session *s, bool may_wait,
+		       const uint8_t *raw, uint32_t rawlen, uint8_t *out,
+		       uint32_t cap, uint32_t *outlen)
 {
 	struct msg m;
 	int perr;
@@ -325,8 +332,21 @@ int dispatch(struct conn *c, const uint8_t *raw, uint32_t rawlen,
 		return do_auth(c, &m, out, outlen);
 	case POHMEL_OP_BATCH:
 		if (!perr)
-			return do_batch(c, &m, out, cap, outlen);
+			return do_batch(c, s, &m, out, cap, outlen);
 		break;
 	}
-	return run_one(c, &m, perr, out, cap, outlen, false);
+	return run_one(c, s, &m, perr, out, cap, outlen, false, may_wait);
+}
+
+int dispatch(struct conn *c, const uint8_t *raw, uint32_t rawlen,
+	     uint8_t *out, uint32_t cap, uint32_t *outlen)
+{
+	return dispatch_in(c, c->sess, false, raw, rawlen, out, cap, outlen);
+}
+
+int dispatch_wait(struct conn *c, struct session *s, const uint8_t *raw,
+		  uint32_t rawlen, uint8_t *out, uint32_t cap,
+		  uint32_t *outlen)
+{
+	return dispatch_in(c, s, true, raw, rawlen, out, cap, outlen);
 }

@@ -222,6 +222,8 @@ int main(int argc, char **argv)
 
 	if (oid_init(srv.rootfd, srv.cfg.state_dir))
 		goto err_sfd;
+	grants_init();
+	notify_init(srv.cfg.state_dir);
 	nl = listen_fds(lfds, MAX_LISTEN);
 	if (nl == 0)
 		nl = listen_bind(srv.cfg.port, lfds, MAX_LISTEN);

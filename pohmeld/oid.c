@@ -54,6 +54,12 @@ static uint64_t map_ino(uint64_t ino)
 	return ino;
 }
 
+/* The id an inode number of the export's filesystem has. */
+uint64_t oid_id_of_ino(uint64_t ino)
+{
+	return map_ino(ino);
+}
+
 static uint64_t handle_gen(int type, const uint8_t *h, unsigned int n)
 {
 	uint64_t x = 0xcbf29ce484222325ULL ^ (uint32_t)type;

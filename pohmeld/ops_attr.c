@@ -164,6 +164,7 @@ int attr_put_known(struct req *r, int fd, const struct woid *known)
 	err = attr_of_fd(fd, NULL, known, &a);
 	if (err)
 		return err;
+	grant_fill(r, fd, &a);
 	wattr_put(p, &a);
 	return 0;
 }

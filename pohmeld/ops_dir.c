@@ -114,6 +114,8 @@ int op_readdir(struct req *r)
 			if (child_open(dirfd, d->d_name, &fd))
 				continue;	/* gone meanwhile, or a mount */
 			err = attr_of_fd(fd, NULL, NULL, &a);
+			if (!err)
+				grant_fill(r, fd, &a);
 			close(fd);
 			if (err) {
 				err = 0;
@@ -135,6 +137,7 @@ full:
 		err = attr_of_fd(dirfd, NULL, &m->oid, &a);
 		if (err)
 			goto out_buf;
+		grant_fill(r, dirfd, &a);
 		wattr_put(head, &a);
 		put32(head + POHMEL_ATTR_SIZE, count);
 		put32(head + POHMEL_ATTR_SIZE + 4, flags);

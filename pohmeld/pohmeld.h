@@ -86,6 +86,7 @@ struct config {
 	char state_dir[4096];
 	int max_conns;
 	int session_timeout;	/* seconds a detached session is kept */
+	int grant_lease;	/* seconds a RECALL may go unacked */
 };
 void config_defaults(struct config *cf);
 int config_load(struct config *cf, const char *path, char *err,
@@ -143,6 +144,7 @@ int oid_of_fd(int fd, const struct stat *st, struct woid *out);
 int oid_open(const struct woid *o, int *fd, struct stat *st);
 size_t oid_count(void);
 uint64_t oid_gen_of(uint64_t id);
+uint64_t oid_id_of_ino(uint64_t ino);
 
 /* ---- session.c: sessions, reply cache, open handles ---- */
 struct session;
@@ -194,6 +196,7 @@ struct conn {
 	uint8_t nonce_s[POHMEL_NONCE_LEN];
 	struct session *sess;
 
+	bool grants_gone;		/* under grants_mu (grants.c) */
 	struct conn *next, *prev;	/* conns list, under conns_mu */
 };
 int conn_start(int fd, const struct sockaddr *sa, socklen_t salen);
@@ -202,6 +205,7 @@ void conn_get(struct conn *c);
 void conn_put(struct conn *c);
 bool conns_shutdown(void);
 void conn_init_struct(struct conn *c, int fd);
+int conn_defer(struct conn *c, const uint8_t *raw, uint32_t rawlen);
 
 /* ---- proto.c: the one place every length is validated ---- */
 struct msg {
@@ -227,6 +231,16 @@ int proto_parse(struct msg *m, const uint8_t *raw, uint32_t rawlen);
 int proto_name_check(const char *name, uint32_t len);
 
 /* ---- dispatch.c ---- */
+/* An object a request reads or modifies (grants.c). */
+struct grant_mark {
+	struct grant_mark *next;	/* gobj's in-flight list, grants_mu */
+	struct conn *c;
+	struct gobj *obj;		/* set while marked in flight */
+	uint64_t id;
+	bool write;
+};
+#define GRANT_MARKS	4
+
 struct req {
 	struct conn *c;
 	struct session *s;
@@ -239,10 +253,17 @@ struct req {
 	bool deferred;		/* reply sent later (LOCK WAIT) */
 	bool close_after;	/* BYE */
 	bool in_batch;		/* no LOCK WAIT inside a BATCH */
+	int ngm;
+	struct grant_mark gm[GRANT_MARKS];
 };
-enum { DISPATCH_OK = 0, DISPATCH_DROP = -1, DISPATCH_CLOSE = 1 };
+enum { DISPATCH_OK = 0, DISPATCH_DROP = -1, DISPATCH_CLOSE = 1,
+       DISPATCH_DEFER = 2 };
 int dispatch(struct conn *c, const uint8_t *raw, uint32_t rawlen,
 	     uint8_t *out, uint32_t cap, uint32_t *outlen);
+/* On a worker thread: may wait for recalls; s is the worker's reference. */
+int dispatch_wait(struct conn *c, struct session *s, const uint8_t *raw,
+		  uint32_t rawlen, uint8_t *out, uint32_t cap,
+		  uint32_t *outlen);
 void reply_finish(struct req *r, uint32_t status, uint8_t *hdrp);
 
 /* ---- ops_*.c helpers (ops_attr.c) ---- */
@@ -281,6 +302,26 @@ void lock_session_end(uint64_t sess_id);
 void lock_conn_gone(struct conn *c);
 void lock_close(uint64_t sess_id, uint64_t obj_id);
 void lock_shutdown(void);
+
+/* ---- grants.c: coherence grants, RECALL ---- */
+#define GRANTS_DEFER	(-2)
+extern atomic_int grant_conns;
+void grants_init(void);
+int grants_begin(struct req *r, bool may_wait);
+void grants_end(struct req *r);
+void grant_fill(struct req *r, int fd, struct wattr *a);
+int op_recall_ack(struct req *r);
+void grants_conn_gone(struct conn *c);
+void grants_local_change(uint64_t id);
+void grants_recall_all(void);
+void grants_shutdown(void);
+
+/* ---- notify.c: local changes in the export (inotify) ---- */
+int notify_init(const char *state_dir);
+int notify_watch(int fd, uint64_t id, bool dir);
+void notify_unwatch(int wd);
+void notify_sync(void);
+void *notify_thread(void *arg);
 
 /* ---- listen.c: sockets and systemd ---- */
 int listen_fds(int *fds, int max);

@@ -275,6 +275,10 @@ static int parse_body(struct msg *m)
 	case POHMEL_OP_RECALL_ACK:
 		NEED(POHMEL_RECALL_SIZE);
 		woid_get(b, &m->oid);
+		m->type = get32(b + 16);	/* to */
+		m->cookie = get64(b + 24);	/* recall_id */
+		if (m->type > POHMEL_GRANT_SHARED)
+			return EINVAL;
 		return 0;
 	default:
 		return ENOSYS;

@@ -10,6 +10,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,16 +169,67 @@ static int read_full(struct pc *c, uint8_t *p, size_t n)
 	return 0;
 }
 
-/* One message; payload beyond cap is read and dropped. */
+int pc_recall_ack(struct pc *c, const struct pc_recall *r)
+{
+	uint8_t b[POHMEL_RECALL_SIZE];
+
+	memset(b, 0, sizeof(b));
+	woid_put(b, &r->oid);
+	put32(b + 16, r->to);
+	put64(b + 24, r->recall_id);
+	if (++c->tag == 0)
+		c->tag = 1;
+	return pc_send(c, POHMEL_OP_RECALL_ACK, c->tag, 0, b, sizeof(b));
+}
+
+/* A RECALL's body (h already read): queue, callback, auto-ack. */
+static int take_recall(struct pc *c, const struct whdr *h)
+{
+	uint8_t b[POHMEL_RECALL_SIZE];
+	struct pc_recall r;
+	int err;
+
+	if (h->len != POHMEL_RECALL_SIZE || h->tag != 0) {
+		snprintf(c->err, sizeof(c->err), "bad RECALL");
+		return -EPROTO;
+	}
+	err = read_full(c, b, sizeof(b));
+	if (err)
+		return err;
+	woid_get(b, &r.oid);
+	r.to = get32(b + 16);
+	r.recall_id = get64(b + 24);
+	if (c->qlen == PC_RECALLS) {
+		c->qhead = (c->qhead + 1) % PC_RECALLS;
+		c->qlen--;
+	}
+	c->queue[(c->qhead + c->qlen++) % PC_RECALLS] = r;
+	c->recalls_seen++;
+	if (c->on_recall)
+		c->on_recall(c, &r, c->recall_arg);
+	if (c->auto_ack)
+		return pc_recall_ack(c, &r);
+	return 0;
+}
+
+/* One message other than a RECALL (those are taken in on the way);
+ * payload beyond cap is read and dropped. */
 int pc_recv(struct pc *c, struct whdr *h, uint8_t *payload, uint32_t cap)
 {
 	uint8_t hb[POHMEL_HDR_SIZE];
 	int err;
 
+again:
 	err = read_full(c, hb, sizeof(hb));
 	if (err)
 		return err;
 	whdr_get(hb, h);
+	if (h->flags & POHMEL_HF_SERVER && h->op == POHMEL_OP_RECALL) {
+		err = take_recall(c, h);
+		if (err)
+			return err;
+		goto again;
+	}
 	if (h->len > POHMEL_MAX_MSG) {
 		snprintf(c->err, sizeof(c->err), "reply too long (%u)",
 			 h->len);
@@ -189,6 +241,43 @@ int pc_recv(struct pc *c, struct whdr *h, uint8_t *payload, uint32_t cap)
 	if (!err && cap)
 		memcpy(payload, c->rbuf, cap);
 	return err;
+}
+
+int pc_next_recall(struct pc *c, int timeout_ms, struct pc_recall *r)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+	uint8_t hb[POHMEL_HDR_SIZE];
+	struct whdr h;
+	int err;
+
+	while (!c->qlen) {
+		int n = poll(&p, 1, timeout_ms);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0)
+			return -ETIMEDOUT;
+		if (n < 0)
+			return -errno;
+		err = read_full(c, hb, sizeof(hb));
+		if (err)
+			return err;
+		whdr_get(hb, &h);
+		if (h.flags & POHMEL_HF_SERVER && h.op == POHMEL_OP_RECALL) {
+			err = take_recall(c, &h);
+		} else if (h.len > POHMEL_MAX_MSG) {
+			snprintf(c->err, sizeof(c->err), "reply too long");
+			err = -EPROTO;
+		} else {
+			err = read_full(c, c->rbuf, h.len);	/* dropped */
+		}
+		if (err)
+			return err;
+	}
+	*r = c->queue[c->qhead];
+	c->qhead = (c->qhead + 1) % PC_RECALLS;
+	c->qlen--;
+	return 0;
 }
 
 int pc_call_seq(struct pc *c, uint16_t op, uint64_t seq, const void *body,

@@ -5,6 +5,13 @@
  * pc_send()/pc_recv() give raw access for tests that pipeline or wait.
  * Typed calls return 0, a positive errno from the server, or a negative
  * errno when the connection failed (c->err says why).
+ *
+ * Grants (want_features |= POHMEL_FEAT_GRANTS): the server may send a
+ * RECALL at any time. Whatever reads the connection (every call, pc_recv,
+ * pc_next_recall) takes it in: it is queued (the oldest are dropped past
+ * PC_RECALLS), passed to on_recall if set, and acked at once if auto_ack
+ * is set. Otherwise pc_recall_ack() acks it (without waiting: the reply
+ * to an ack is skipped like any reply nobody waits for).
  */
 #ifndef LIBPOHMEL_H
 #define LIBPOHMEL_H
@@ -13,6 +20,17 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "../wire.h"
+
+struct pc_recall {
+	struct woid oid;
+	uint32_t to;		/* POHMEL_GRANT_NONE or _SHARED */
+	uint64_t recall_id;
+};
+#define PC_RECALLS	64
+
+struct pc;
+typedef void (*pc_recall_fn)(struct pc *c, const struct pc_recall *r,
+			     void *arg);
 
 struct pc {
 	int fd;
@@ -31,6 +49,13 @@ struct pc {
 	uint32_t uid, gid, ngroups;
 	uint32_t groups[POHMEL_MAX_GROUPS];
 	struct wattr root;
+	/* RECALLs received: queue[(qhead + i) % PC_RECALLS], i < qlen */
+	pc_recall_fn on_recall;
+	void *recall_arg;
+	bool auto_ack;
+	struct pc_recall queue[PC_RECALLS];
+	unsigned int qhead, qlen;
+	uint64_t recalls_seen;
 	uint8_t *sbuf, *rbuf;
 	char err[256];
 };
@@ -63,6 +88,11 @@ int pc_call_seq(struct pc *c, uint16_t op, uint64_t seq, const void *body,
 int pc_call(struct pc *c, uint16_t op, const void *body, uint32_t blen,
 	    uint8_t *rep, uint32_t cap, uint32_t *rlen);
 bool pc_op_has_seq(uint16_t op);
+int pc_recall_ack(struct pc *c, const struct pc_recall *r);
+/* The next RECALL (queued or read within timeout_ms; -1: forever):
+ * 0, -ETIMEDOUT, or a connection error. Other messages read meanwhile
+ * are dropped: call it with no request of one's own in flight. */
+int pc_next_recall(struct pc *c, int timeout_ms, struct pc_recall *r);
 
 /* body encoders (return the body length) */
 uint32_t pc_enc_oid(uint8_t *b, const struct woid *o);

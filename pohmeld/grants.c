@@ -1,0 +1,619 @@
+// SPDX-License-Identifier: MIT
+/*
+ * grants.c - coherent cache grants and RECALL (POHMEL_FEAT_GRANTS).
+ *
+ * A grant belongs to a connection that negotiated FEAT_GRANTS (the
+ * "holder"), per object id. Every attr in a reply to such a connection
+ * says the holder's grant on that object as of the reply (grant_fill);
+ * other connections always see GRANT_NONE.
+ *
+ *   want SHARED: any reply carrying attrs (LOOKUP, GETATTR, READDIR and
+ *                its entries, OPEN, READ, FSYNC, entry replies);
+ *   want EXCL:   the object of a WRITE or SETATTR. Before it runs, every
+ *                other holder was recalled to NONE, so the writer is the
+ *                sole holder and is upgraded.
+ * What is given is capped: NONE while another connection holds EXCL or
+ * has a modifying request on the object in flight, SHARED while another
+ * holds SHARED, and never above the target of a recall pending for the
+ * holder itself.
+ *
+ * Conflicts (grants_begin, before a request runs, for every connection):
+ * a modifying request on an object (namespace ops: the directory, plus
+ * the child named) conflicts with every other holder (recalled to NONE);
+ * a reading request conflicts with another's EXCL (recalled to SHARED).
+ * RECALLs are sent after grants_mu is dropped, over the holder's own
+ * connection (conn_send takes its send_mu). The requester waits on
+ * grants_cv, holding no lock, until each holder acked (RECALL_ACK with
+ * the recall_id) or its lease (grant-lease, default 10 s) ran out; then
+ * the holder's grant is the recall's target either way.
+ *
+ * The requester never waits on its connection's thread: that thread must
+ * go on reading, or two clients recalling each other's grants would wait
+ * for acks neither connection reads. A request that has to wait is handed
+ * to a worker thread (conn.c: conn_defer) and re-run there with waiting
+ * allowed. Inside a BATCH the wait is inline (bounded by the lease).
+ *
+ * Lock rules: grants_mu protects the table, every struct gobj/holder and
+ * conn->grants_gone; lock order grants_mu -> notify_mu (notify.c). No
+ * send_mu, session or oid-table lock is taken under it: RECALLs are sent
+ * and objects opened (oid_open) with grants_mu dropped.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+#include "pohmeld.h"
+
+#define BUCKETS		4096
+
+struct holder {
+	struct holder *next;
+	struct conn *c;			/* a reference */
+	uint32_t grant;			/* POHMEL_GRANT_* as last told */
+	uint32_t recall_to;		/* valid while recall_id != 0 */
+	uint64_t recall_id;		/* 0: no recall pending */
+	struct timespec deadline;	/* CLOCK_MONOTONIC lease end */
+};
+
+struct gobj {
+	struct gobj *next;
+	struct woid oid;		/* gen as last seen in a reply */
+	uint64_t change;		/* attr.change last replied */
+	int wd;				/* inotify watch, -1: none */
+	struct holder *holders;
+	struct grant_mark *busy;	/* modifying requests in flight */
+};
+
+static pthread_mutex_t grants_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t grants_cv;	/* an ack, a holder gone, shutdown */
+static struct gobj *tab[BUCKETS];	/* under grants_mu */
+static uint64_t next_recall = 1;	/* under grants_mu */
+static bool stopping;			/* under grants_mu */
+atomic_int grant_conns;			/* connections with FEAT_GRANTS */
+
+struct recall_msg {
+	struct recall_msg *next;
+	struct conn *c;			/* a reference */
+	uint8_t buf[POHMEL_HDR_SIZE + POHMEL_RECALL_SIZE];
+};
+
+void grants_init(void)
+{
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&grants_cv, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+static size_t bucket(uint64_t id)
+{
+	return (size_t)((id * 0x9e3779b97f4a7c15ULL) >> 52) % BUCKETS;
+}
+
+/* Must hold grants_mu. */
+static struct gobj *find(uint64_t id, bool create)
+{
+	struct gobj *o;
+
+	for (o = tab[bucket(id)]; o; o = o->next)
+		if (o->oid.id == id)
+			return o;
+	if (!create)
+		return NULL;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return NULL;
+	o->oid.id = id;
+	o->wd = -1;
+	o->next = tab[bucket(id)];
+	tab[bucket(id)] = o;
+	return o;
+}
+
+/* Must hold grants_mu. Frees o if nothing refers to it any more. */
+static void maybe_free(struct gobj *o)
+{
+	struct gobj **pp;
+
+	if (o->holders || o->busy)
+		return;
+	if (o->wd >= 0)
+		notify_unwatch(o->wd);
+	for (pp = &tab[bucket(o->oid.id)]; *pp; pp = &(*pp)->next) {
+		if (*pp == o) {
+			*pp = o->next;
+			break;
+		}
+	}
+	free(o);
+}
+
+static struct holder *holder_of(struct gobj *o, const struct conn *c)
+{
+	struct holder *h;
+
+	for (h = o->holders; h; h = h->next)
+		if (h->c == c)
+			return h;
+	return NULL;
+}
+
+/* Must hold grants_mu. */
+static void holder_del(struct gobj *o, struct holder *h)
+{
+	struct holder **pp;
+
+	for (pp = &o->holders; *pp; pp = &(*pp)->next) {
+		if (*pp == h) {
+			*pp = h->next;
+			break;
+		}
+	}
+	conn_put(h->c);
+	free(h);
+}
+
+static bool expired(const struct timespec *dl, const struct timespec *now)
+{
+	return now->tv_sec > dl->tv_sec ||
+	       (now->tv_sec == dl->tv_sec && now->tv_nsec >= dl->tv_nsec);
+}
+
+/*
+ * Must hold grants_mu. A pending recall whose lease ran out, or an ack:
+ * the holder's grant is the recall's target. Returns true if h is gone.
+ */
+static bool settle(struct gobj *o, struct holder *h)
+{
+	h->grant = h->recall_to;
+	h->recall_id = 0;
+	if (h->grant == POHMEL_GRANT_NONE) {
+		holder_del(o, h);
+		return true;
+	}
+	return false;
+}
+
+/* Must hold grants_mu. Queue a RECALL of h down to `to`. */
+static int recall(struct gobj *o, struct holder *h, uint32_t to,
+		  struct recall_msg **out)
+{
+	struct recall_msg *rm = malloc(sizeof(*rm));
+	struct whdr hd = {
+		.len = POHMEL_RECALL_SIZE, .op = POHMEL_OP_RECALL,
+		.flags = POHMEL_HF_SERVER,
+	};
+	uint8_t *b;
+
+	if (!rm)
+		return ENOMEM;
+	h->recall_id = next_recall++;
+	h->recall_to = to;
+	clock_gettime(CLOCK_MONOTONIC, &h->deadline);
+	h->deadline.tv_sec += srv.cfg.grant_lease;
+	whdr_put(rm->buf, &hd);
+	b = rm->buf + POHMEL_HDR_SIZE;
+	memset(b, 0, POHMEL_RECALL_SIZE);
+	woid_put(b, &o->oid);
+	put32(b + 16, to);
+	put64(b + 24, h->recall_id);
+	conn_get(h->c);
+	rm->c = h->c;
+	rm->next = *out;
+	*out = rm;
+	return 0;
+}
+
+/* Without grants_mu: send queued RECALLs, drop the references. */
+static void send_recalls(struct recall_msg *rm)
+{
+	struct recall_msg *next;
+
+	for (; rm; rm = next) {
+		next = rm->next;
+		log_debug("%s: RECALL id %llu", rm->c->peer,
+			  (unsigned long long)get64(rm->buf + POHMEL_HDR_SIZE +
+						    24));
+		conn_send(rm->c, rm->buf, sizeof(rm->buf));
+		conn_put(rm->c);
+		free(rm);
+	}
+}
+
+/* The child named `name` under directory dir, by id (0: none). */
+static uint64_t child_id(const struct woid *dir, const char *name)
+{
+	struct stat st;
+	uint64_t id = 0;
+	int fd;
+
+	if (!name[0] || oid_open(dir, &fd, &st))
+		return 0;
+	if (!fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW))
+		id = oid_id_of_ino(st.st_ino);
+	close(fd);
+	return id;
+}
+
+/* The objects a request reads or modifies; returns how many. */
+static int targets(const struct msg *m, struct grant_mark *t)
+{
+	int n = 0;
+
+#define T(i, w) do { if (i) { t[n].id = (i); t[n].write = (w); n++; } } \
+		while (0)
+	switch (m->hdr.op) {
+	case POHMEL_OP_GETATTR: case POHMEL_OP_READ: case POHMEL_OP_OPEN:
+	case POHMEL_OP_READDIR: case POHMEL_OP_GETXATTR:
+	case POHMEL_OP_LISTXATTR: case POHMEL_OP_READLINK:
+	case POHMEL_OP_FSYNC:
+		T(m->oid.id, false);
+		break;
+	case POHMEL_OP_LOOKUP:
+		T(m->oid.id, false);
+		if (atomic_load(&grant_conns))
+			T(child_id(&m->oid, m->name), false);
+		break;
+	case POHMEL_OP_SETATTR: case POHMEL_OP_WRITE:
+	case POHMEL_OP_SETXATTR: case POHMEL_OP_REMOVEXATTR:
+	case POHMEL_OP_CREATE: case POHMEL_OP_MKDIR: case POHMEL_OP_MKNOD:
+	case POHMEL_OP_SYMLINK:
+		T(m->oid.id, true);
+		break;
+	case POHMEL_OP_LINK:
+		T(m->oid.id, true);
+		T(m->oid2.id, true);
+		break;
+	case POHMEL_OP_UNLINK: case POHMEL_OP_RMDIR:
+		T(m->oid.id, true);
+		if (atomic_load(&grant_conns))
+			T(child_id(&m->oid, m->name), true);
+		break;
+	case POHMEL_OP_RENAME:
+		T(m->oid.id, true);
+		if (m->oid2.id != m->oid.id)
+			T(m->oid2.id, true);
+		if (atomic_load(&grant_conns)) {
+			T(child_id(&m->oid, m->name), true);
+			T(child_id(&m->oid2, m->name2), true);
+		}
+		break;
+	}
+#undef T
+	return n;
+}
+
+/*
+ * Must hold grants_mu. Recall what conflicts with r's targets; returns
+ * the number of conflicts still pending (recalls sent or in flight) and
+ * the earliest lease end among them in *dl.
+ */
+static int conflicts(struct req *r, struct recall_msg **out,
+		     struct timespec *dl)
+{
+	struct timespec now;
+	int i, n = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	for (i = 0; i < r->ngm; i++) {
+		struct gobj *o = find(r->gm[i].id, false);
+		struct holder *h, *next;
+		uint32_t to = r->gm[i].write ? POHMEL_GRANT_NONE :
+					       POHMEL_GRANT_SHARED;
+
+		for (h = o ? o->holders : NULL; h; h = next) {
+			next = h->next;
+			if (h->c == r->c)
+				continue;
+			if (h->recall_id && expired(&h->deadline, &now)) {
+				log_info("%s: lease expired, grant on %llu "
+					 "revoked", h->c->peer,
+					 (unsigned long long)o->oid.id);
+				if (settle(o, h))
+					continue;
+			}
+			if (h->grant <= to)
+				continue;	/* no conflict */
+			if (!(h->recall_id && h->recall_to <= to) &&
+			    (stopping || recall(o, h, to, out))) {
+				h->recall_to = to;	/* revoke unasked */
+				settle(o, h);
+				continue;
+			}
+			if (++n == 1 || h->deadline.tv_sec < dl->tv_sec ||
+			    (h->deadline.tv_sec == dl->tv_sec &&
+			     h->deadline.tv_nsec < dl->tv_nsec))
+				*dl = h->deadline;
+		}
+		if (o)
+			maybe_free(o);
+	}
+	return n;
+}
+
+int grants_begin(struct req *r, bool may_wait)
+{
+	struct recall_msg *rm = NULL;
+	struct timespec dl = { 0 };
+	int i, n;
+
+	r->ngm = targets(r->m, r->gm);
+	if (!r->ngm)
+		return 0;
+	pthread_mutex_lock(&grants_mu);
+	for (;;) {
+		n = conflicts(r, &rm, &dl);
+		if (!n || stopping)
+			break;
+		if (!may_wait) {
+			pthread_mutex_unlock(&grants_mu);
+			send_recalls(rm);
+			r->ngm = 0;
+			return GRANTS_DEFER;
+		}
+		if (rm) {
+			pthread_mutex_unlock(&grants_mu);
+			send_recalls(rm);
+			rm = NULL;
+			pthread_mutex_lock(&grants_mu);
+			continue;
+		}
+		pthread_cond_timedwait(&grants_cv, &grants_mu, &dl);
+	}
+	/* No conflict left: mark the modifications in flight, atomically
+	 * with the check, so nobody is granted what is being changed. */
+	for (i = 0; i < r->ngm; i++) {
+		struct gobj *o;
+
+		r->gm[i].obj = NULL;
+		if (!r->gm[i].write)
+			continue;
+		o = find(r->gm[i].id, true);
+		if (!o)
+			continue;
+		r->gm[i].c = r->c;
+		r->gm[i].next = o->busy;
+		o->busy = &r->gm[i];
+		r->gm[i].obj = o;
+	}
+	pthread_mutex_unlock(&grants_mu);
+	send_recalls(rm);
+	return 0;
+}
+
+/*
+ * After the handler: while the modified objects are still marked in
+ * flight, let notify.c read every event the request caused (they are
+ * pohmeld's own, not local changes: it skips objects in flight), then
+ * drop the marks.
+ */
+void grants_end(struct req *r)
+{
+	bool watched = false;
+	int i;
+
+	pthread_mutex_lock(&grants_mu);
+	for (i = 0; i < r->ngm; i++)
+		if (r->gm[i].obj && r->gm[i].obj->wd >= 0)
+			watched = true;
+	pthread_mutex_unlock(&grants_mu);
+	if (watched)
+		notify_sync();
+	for (i = 0; i < r->ngm; i++) {
+		struct grant_mark *g = &r->gm[i], **pp;
+		struct gobj *o = g->obj;
+
+		if (!o)
+			continue;
+		pthread_mutex_lock(&grants_mu);
+		for (pp = &o->busy; *pp; pp = &(*pp)->next) {
+			if (*pp == g) {
+				*pp = g->next;
+				break;
+			}
+		}
+		maybe_free(o);
+		pthread_mutex_unlock(&grants_mu);
+		g->obj = NULL;
+	}
+	r->ngm = 0;
+}
+
+static uint32_t want_of(const struct req *r, const struct wattr *a)
+{
+	switch (r->m->hdr.op) {
+	case POHMEL_OP_AUTH:
+		return POHMEL_GRANT_NONE;
+	case POHMEL_OP_WRITE:
+	case POHMEL_OP_SETATTR:
+		return a->oid.id == r->m->oid.id ? POHMEL_GRANT_EXCL :
+						   POHMEL_GRANT_SHARED;
+	}
+	return POHMEL_GRANT_SHARED;
+}
+
+/*
+ * Must hold grants_mu. Add a watch for o (first holder); false if none
+ * can be had, then no grant is given. A change between the reply's stat
+ * and the watch shows as a changed ctime.
+ */
+static bool watch(struct gobj *o, int fd, const struct wattr *a)
+{
+	struct stat st;
+
+	if (o->wd >= 0)
+		return true;
+	o->wd = notify_watch(fd, o->oid.id, S_ISDIR(a->mode));
+	if (o->wd < 0)
+		return false;
+	if (fstat(fd, &st) ||
+	    (uint64_t)st.st_ctim.tv_sec * 1000000000ULL +
+	    (uint64_t)st.st_ctim.tv_nsec != a->change) {
+		notify_unwatch(o->wd);
+		o->wd = -1;
+		return false;
+	}
+	return true;
+}
+
+void grant_fill(struct req *r, int fd, struct wattr *a)
+{
+	bool grants = r->c && (r->c->features & POHMEL_FEAT_GRANTS);
+	uint32_t level = grants ? want_of(r, a) : POHMEL_GRANT_NONE;
+	struct grant_mark *g;
+	struct holder *h, *x;
+	struct gobj *o;
+
+	a->grant = POHMEL_GRANT_NONE;
+	if (!grants && !atomic_load(&grant_conns))
+		return;
+	pthread_mutex_lock(&grants_mu);
+	o = find(a->oid.id, level != POHMEL_GRANT_NONE);
+	if (!o)
+		goto out;
+	o->change = a->change;
+	o->oid.gen = a->oid.gen;
+	if (level == POHMEL_GRANT_NONE || r->c->grants_gone || stopping)
+		goto out_free;
+	h = holder_of(o, r->c);
+	for (x = o->holders; x; x = x->next) {
+		if (x == h)
+			continue;
+		if (x->grant == POHMEL_GRANT_EXCL)
+			level = POHMEL_GRANT_NONE;
+		else if (x->grant && level == POHMEL_GRANT_EXCL)
+			level = POHMEL_GRANT_SHARED;
+	}
+	for (g = o->busy; g; g = g->next)
+		if (g->c != r->c)
+			level = POHMEL_GRANT_NONE;
+	if (h && h->grant > level && level != POHMEL_GRANT_NONE)
+		level = h->grant;
+	if (h && h->recall_id && level > h->recall_to)
+		level = h->recall_to;
+	if (level != POHMEL_GRANT_NONE && !watch(o, fd, a))
+		level = POHMEL_GRANT_NONE;
+	if (!h && level != POHMEL_GRANT_NONE) {
+		h = calloc(1, sizeof(*h));
+		if (!h) {
+			level = POHMEL_GRANT_NONE;
+			goto out_free;
+		}
+		conn_get(r->c);
+		h->c = r->c;
+		h->next = o->holders;
+		o->holders = h;
+	}
+	if (h) {
+		h->grant = level;
+		if (level == POHMEL_GRANT_NONE && !h->recall_id)
+			holder_del(o, h);
+	}
+	a->grant = level;
+out_free:
+	maybe_free(o);
+out:
+	pthread_mutex_unlock(&grants_mu);
+}
+
+int op_recall_ack(struct req *r)
+{
+	const struct msg *m = r->m;
+	struct gobj *o;
+	struct holder *h;
+
+	pthread_mutex_lock(&grants_mu);
+	o = find(m->oid.id, false);
+	h = o ? holder_of(o, r->c) : NULL;
+	if (h && h->recall_id && h->recall_id == m->cookie) {
+		settle(o, h);
+		maybe_free(o);
+		pthread_cond_broadcast(&grants_cv);
+	}
+	pthread_mutex_unlock(&grants_mu);
+	return 0;
+}
+
+/* A connection is gone: its grants with it, at once. */
+void grants_conn_gone(struct conn *c)
+{
+	struct gobj *o, *next;
+	struct holder *h;
+	size_t i;
+
+	if (!(c->features & POHMEL_FEAT_GRANTS))
+		return;
+	pthread_mutex_lock(&grants_mu);
+	c->grants_gone = true;
+	for (i = 0; i < BUCKETS; i++) {
+		for (o = tab[i]; o; o = next) {
+			next = o->next;
+			h = holder_of(o, c);
+			if (h) {
+				holder_del(o, h);
+				maybe_free(o);
+			}
+		}
+	}
+	pthread_cond_broadcast(&grants_cv);
+	pthread_mutex_unlock(&grants_mu);
+	atomic_fetch_sub(&grant_conns, 1);
+}
+
+/*
+ * notify.c saw object id change. Unless pohmeld is modifying it right now
+ * (its own change: grants_end syncs with notify.c before it drops the
+ * mark), the change was made outside pohmeld: recall every holder to
+ * NONE, without waiting for the acks.
+ */
+void grants_local_change(uint64_t id)
+{
+	struct recall_msg *rm = NULL;
+	struct gobj *o;
+	struct holder *h;
+
+	pthread_mutex_lock(&grants_mu);
+	o = find(id, false);
+	if (o && !o->busy) {
+		for (h = o->holders; h; h = h->next)
+			if (!(h->recall_id &&
+			      h->recall_to == POHMEL_GRANT_NONE) &&
+			    !stopping)
+				recall(o, h, POHMEL_GRANT_NONE, &rm);
+		log_debug("object %llu changed locally",
+			  (unsigned long long)id);
+	}
+	pthread_mutex_unlock(&grants_mu);
+	send_recalls(rm);
+}
+
+/* Inotify queue overflow: every object may have changed. */
+void grants_recall_all(void)
+{
+	struct recall_msg *rm = NULL;
+	struct gobj *o;
+	struct holder *h;
+	size_t i;
+
+	pthread_mutex_lock(&grants_mu);
+	for (i = 0; i < BUCKETS; i++)
+		for (o = tab[i]; o; o = o->next)
+			for (h = o->holders; h; h = h->next)
+				if (!(h->recall_id && h->recall_to ==
+				      POHMEL_GRANT_NONE) && !stopping)
+					recall(o, h, POHMEL_GRANT_NONE, &rm);
+	pthread_mutex_unlock(&grants_mu);
+	send_recalls(rm);
+}
+
+/* SIGTERM: nobody waits for acks any more. */
+void grants_shutdown(void)
+{
+	pthread_mutex_lock(&grants_mu);
+	stopping = true;
+	pthread_cond_broadcast(&grants_cv);
+	pthread_mutex_unlock(&grants_mu);
+}

@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: MIT
+/*
+ * notify.c - changes made in the export directly on the server host.
+ *
+ * Every object some connection holds a grant on has an inotify watch
+ * (grants.c adds it with the first holder and removes it with the last).
+ * One thread reads the events and hands each to grants_local_change(),
+ * which recalls the holders unless the object's ctime is still what
+ * pohmeld last replied (its own changes). Events are read as they come:
+ * the recall goes out within milliseconds of the local change (the
+ * documented bound is 1 s). A queue overflow recalls every grant.
+ *
+ * Watched per object: a file's IN_MODIFY/IN_ATTRIB/IN_DELETE_SELF/
+ * IN_MOVE_SELF; for a directory also entries created, removed or renamed
+ * in it. Events a directory reports about a child's data or attributes
+ * are ignored: a held child has its own watch.
+ *
+ * pohmeld's own changes cause events too. A modifying request marks its
+ * objects in flight (grants.c), and events for such objects are skipped;
+ * before the mark goes, notify_sync() creates and removes a file named
+ * SYNC_PREFIX<n> in the state directory (watched by the same inotify
+ * instance, whose events are ordered) and waits until this thread has
+ * read that create: every event the request caused was read before it.
+ * A local change to an object while pohmeld itself modifies it is thus
+ * taken for pohmeld's (the next one is seen).
+ *
+ * Lock rules: notify_mu protects the wd -> id table and the sync
+ * counters (sync_cv signals sync_done); taken under
+ * grants_mu (notify_watch/unwatch), never the other way round: the
+ * thread copies the id and drops notify_mu before calling grants.c.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <time.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+#include "pohmeld.h"
+
+#define WD_BUCKETS	1024
+#define FILE_MASK	(IN_MODIFY | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
+#define SYNC_PREFIX	".pohmeld-sync-"
+#define DIR_MASK	(FILE_MASK | IN_CREATE | IN_DELETE | IN_MOVED_FROM | \
+			 IN_MOVED_TO)
+
+struct wd_ent {
+	struct wd_ent *next;
+	int wd;
+	uint64_t id;
+};
+
+static pthread_mutex_t notify_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sync_cv;
+static struct wd_ent *wds[WD_BUCKETS];	/* under notify_mu */
+static uint64_t sync_req, sync_done;	/* under notify_mu */
+static int ifd = -1;			/* set before any connection */
+static int sync_dirfd = -1, sync_wd = -1;	/* likewise */
+
+int notify_init(const char *dir)
+{
+	pthread_attr_t attr;
+	pthread_t th;
+	int err;
+
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&sync_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	ifd = inotify_init1(IN_CLOEXEC);
+	if (ifd < 0) {
+		log_warn("inotify: %s: no grants will be given",
+			 strerror(errno));
+		return 0;
+	}
+	sync_dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (sync_dirfd >= 0)
+		sync_wd = inotify_add_watch(ifd, dir, IN_CREATE |
+					    IN_ONLYDIR);
+	if (sync_wd < 0) {
+		log_warn("inotify watch of %s: %s: no grants will be given",
+			 dir, strerror(errno));
+		goto err;
+	}
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	err = pthread_create(&th, &attr, notify_thread, NULL);
+	pthread_attr_destroy(&attr);
+	if (!err)
+		return 0;
+	log_warn("notify thread: %s: no grants will be given",
+		 strerror(err));
+err:
+	if (sync_dirfd >= 0)
+		close(sync_dirfd);
+	sync_dirfd = -1;
+	close(ifd);
+	ifd = -1;
+	return 0;
+}
+
+/* Wait until the thread has read every event queued before this call
+ * (bounded: 1 s, then carry on). */
+void notify_sync(void)
+{
+	char name[64];
+	struct timespec dl;
+	uint64_t seq;
+	int fd;
+
+	if (ifd < 0)
+		return;
+	pthread_mutex_lock(&notify_mu);
+	seq = ++sync_req;
+	pthread_mutex_unlock(&notify_mu);
+	snprintf(name, sizeof(name), SYNC_PREFIX "%llu",
+		 (unsigned long long)seq);
+	fd = openat(sync_dirfd, name, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	close(fd);
+	unlinkat(sync_dirfd, name, 0);
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec++;
+	pthread_mutex_lock(&notify_mu);
+	while (sync_done < seq)
+		if (pthread_cond_timedwait(&sync_cv, &notify_mu, &dl) ==
+		    ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&notify_mu);
+}
+
+/* Must hold grants_mu. Returns the watch descriptor or -1. */
+int notify_watch(int fd, uint64_t id, bool dir)
+{
+	struct wd_ent *e, **pp;
+	char path[64];
+	int wd;
+
+	if (ifd < 0)
+		return -1;
+	proc_path(path, sizeof(path), fd);
+	wd = inotify_add_watch(ifd, path, (dir ? DIR_MASK : FILE_MASK));	/* follows the /proc link to fd's inode */
+	if (wd < 0) {
+		static atomic_bool warned;
+
+		if (!atomic_exchange(&warned, true))
+			log_warn("inotify_add_watch: %s: objects without a "
+				 "watch get no grant", strerror(errno));
+		return -1;
+	}
+	e = malloc(sizeof(*e));
+	if (!e) {
+		inotify_rm_watch(ifd, wd);
+		return -1;
+	}
+	e->wd = wd;
+	e->id = id;
+	pthread_mutex_lock(&notify_mu);
+	pp = &wds[(unsigned int)wd % WD_BUCKETS];
+	e->next = *pp;
+	*pp = e;
+	pthread_mutex_unlock(&notify_mu);
+	return wd;
+}
+
+/* Must hold grants_mu. */
+void notify_unwatch(int wd)
+{
+	struct wd_ent *e = NULL, **pp;
+
+	pthread_mutex_lock(&notify_mu);
+	for (pp = &wds[(unsigned int)wd % WD_BUCKETS]; *pp;
+	     pp = &(*pp)->next) {
+		if ((*pp)->wd == wd) {
+			e = *pp;
+			*pp = e->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&notify_mu);
+	if (e) {
+		inotify_rm_watch(ifd, wd);
+		free(e);
+	}
+}
+
+static bool id_of_wd(int wd, uint64_t *id)
+{
+	struct wd_ent *e;
+	bool found = false;
+
+	pthread_mutex_lock(&notify_mu);
+	for (e = wds[(unsigned int)wd % WD_BUCKETS]; e; e = e->next) {
+		if (e->wd == wd) {
+			*id = e->id;
+			found = true;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&notify_mu);
+	return found;
+}
+
+static void event(const struct inotify_event *ev)
+{
+	uint64_t id;
+
+	if (ev->wd == sync_wd && ev->len &&
+	    !strncmp(ev->name, SYNC_PREFIX, strlen(SYNC_PREFIX))) {
+		uint64_t seq = strtoull(ev->name + strlen(SYNC_PREFIX),
+					NULL, 10);
+
+		pthread_mutex_lock(&notify_mu);
+		if (seq > sync_done)
+			sync_done = seq;
+		pthread_cond_broadcast(&sync_cv);
+		pthread_mutex_unlock(&notify_mu);
+		return;
+	}
+	if (ev->mask & IN_Q_OVERFLOW) {
+		log_warn("inotify queue overflow: recalling every grant");
+		grants_recall_all();
+		return;
+	}
+	/* A child's own data or attributes: its watch reports it. */
+	if (ev->len && !(ev->mask & (IN_CREATE | IN_DELETE | IN_MOVED_FROM |
+				     IN_MOVED_TO)))
+		return;
+	if (!id_of_wd(ev->wd, &id))
+		return;
+	grants_local_change(id);
+}
+
+void *notify_thread(void *arg)
+{
+	char buf[16384] __attribute__((aligned(8)));
+
+	(void)arg;
+	for (;;) {
+		ssize_t n = read(ifd, buf, sizeof(buf)), off;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			log_err("inotify read: %s", strerror(errno));
+			return NULL;
+		}
+		for (off = 0; off + (ssize_t)sizeof(struct inotify_event) <= n;) {
+			const struct inotify_event *ev = (const void *)(buf + off);
+
+			event(ev);
+			off += (ssize_t)sizeof(*ev) + ev->len;
+		}
+	}
+}

@@ -1,0 +1,399 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_grants - coherence grants and RECALL between libpohmel sessions:
+ * negotiation, SHARED/EXCL in replies, a write recalls a reader before
+ * it is answered, an unacked recall waits out the lease, sessions without
+ * grants, two sessions recalling each other, a disconnect, and changes
+ * made directly in the export.
+ *   test_grants PATH-TO-POHMELD
+ * Waits are bounded generously; nothing passes or fails on speed.
+ */
+#include <pthread.h>
+#include <sys/stat.h>
+#include <time.h>
+#include "integ_lib.h"
+#include "tap.h"
+
+#define LEASE_LONG	20	/* main server: acks, never the lease */
+#define LEASE_SHORT	1	/* second server: the lease runs out */
+
+static char exp_dir[128];
+static struct srvproc sp, sp2;
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int gopen(struct pc *c, const struct srvproc *s, bool grants)
+{
+	if (!grants)
+		return cl_open(c, s, 0, 0);
+	if (pc_init(c))
+		return -ENOMEM;
+	c->want_features = POHMEL_FEAT_BATCH | POHMEL_FEAT_GRANTS;
+	if (pc_connect(c, "127.0.0.1", s->port))
+		return -1;
+	return pc_handshake(c);
+}
+
+static int mkfile(struct pc *c, const char *name, struct wattr *a)
+{
+	return pc_mkobj(c, POHMEL_OP_CREATE, &c->root.oid, name, 0644, 0, 0,
+			NULL, a, NULL);
+}
+
+/* A WRITE sent without waiting for its reply. */
+static int send_write(struct pc *c, const struct woid *o, uint32_t tag)
+{
+	uint8_t b[POHMEL_IO_SIZE + 8];
+	uint32_t n = pc_enc_io(b, o, 0, 0, 4, 0, "data");
+
+	return pc_send(c, POHMEL_OP_WRITE, tag, ++c->seq, b, n);
+}
+
+static int send_getattr(struct pc *c, const struct woid *o, uint32_t tag)
+{
+	uint8_t b[POHMEL_OID_SIZE];
+
+	return pc_send(c, POHMEL_OP_GETATTR, tag, 0, b, pc_enc_oid(b, o));
+}
+
+/* The reply with `tag` (skipping others); its attr's grant or -1. */
+static int reply_grant(struct pc *c, uint32_t tag, uint32_t *status)
+{
+	uint8_t r[512];
+	struct whdr h;
+	struct wattr a;
+
+	do {
+		if (pc_recv(c, &h, r, sizeof(r)))
+			return -1;
+	} while (h.tag != tag);
+	*status = h.status;
+	if (h.status || h.len < POHMEL_ATTR_SIZE)
+		return -1;
+	wattr_get(r, &a);
+	return (int)a.grant;
+}
+
+/* True if the reply with `tag` has not arrived (other replies, such as
+ * those to our acks, are read and dropped). */
+static bool no_reply(struct pc *c, uint32_t tag)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+	uint8_t r[512];
+	struct whdr h;
+
+	while (poll(&p, 1, 50) == 1) {
+		if (pc_recv(c, &h, r, sizeof(r)) || h.tag == tag)
+			return false;
+	}
+	return true;
+}
+
+static int dirent_grants(void *arg, const char *name, const struct wattr *a,
+			 uint64_t cookie)
+{
+	uint32_t *g = arg;
+
+	(void)name;
+	(void)cookie;
+	g[a->grant > 2 ? 3 : a->grant]++;
+	return 0;
+}
+
+static void t_negotiate(void)
+{
+	struct pc a, p;
+	struct pc_recall rc;
+	struct wattr f, d, x;
+	uint32_t g[4] = { 0 }, gp[4] = { 0 }, st = 1;
+
+	CHECK(gopen(&a, &sp, true) == 0 &&
+	      (a.features & POHMEL_FEAT_GRANTS), "FEAT_GRANTS negotiated");
+	CHECK(gopen(&p, &sp, false) == 0 &&
+	      !(p.features & POHMEL_FEAT_GRANTS), "not without asking");
+
+	/* The session without grants sees GRANT_NONE everywhere. */
+	CHECK(pc_mkobj(&p, POHMEL_OP_CREATE, &p.root.oid, "neg", 0644, 0, 0,
+		       NULL, &f, &d) == 0 && f.grant == 0 && d.grant == 0,
+	      "no grants: CREATE entry reply NONE");
+	CHECK(pc_lookup(&p, &p.root.oid, "neg", &x) == 0 && x.grant == 0 &&
+	      pc_getattr(&p, &p.root.oid, &x) == 0 && x.grant == 0,
+	      "no grants: LOOKUP/GETATTR NONE");
+	CHECK(pc_readdir_all(&p, &p.root.oid, dirent_grants, gp) == 0 &&
+	      gp[0] > 0 && gp[1] + gp[2] + gp[3] == 0,
+	      "no grants: READDIR entries NONE");
+	CHECK(pc_write(&p, &f.oid, 0, 0, "p", 1, 0, NULL) == 0 &&
+	      pc_getattr(&p, &f.oid, &x) == 0 && x.grant == 0,
+	      "no grants: WRITE, then GETATTR NONE");
+
+	CHECK(pc_lookup(&a, &a.root.oid, "neg", &x) == 0 &&
+	      x.grant == POHMEL_GRANT_SHARED, "LOOKUP SHARED");
+	CHECK(pc_getattr(&a, &f.oid, &x) == 0 &&
+	      x.grant == POHMEL_GRANT_SHARED, "GETATTR SHARED");
+	CHECK(pc_readdir_all(&a, &a.root.oid, dirent_grants, g) == 0 &&
+	      g[1] > 0 && g[0] == 0 && g[2] == 0 && g[3] == 0,
+	      "READDIR entries SHARED");
+	CHECK(pc_mkobj(&a, POHMEL_OP_MKDIR, &a.root.oid, "negd", 0755, 0, 0,
+		       NULL, &x, &d) == 0 && x.grant == POHMEL_GRANT_SHARED &&
+	      d.grant == POHMEL_GRANT_SHARED,
+	      "MKDIR: object and directory SHARED");
+	CHECK(pc_write(&a, &f.oid, 0, 0, "x", 1, 0, NULL) == 0 &&
+	      pc_getattr(&a, &f.oid, &x) == 0 &&
+	      x.grant == POHMEL_GRANT_EXCL,
+	      "WRITE by the sole holder: EXCL (kept on GETATTR)");
+
+	/* The session without grants still recalls: its read A's EXCL to
+	 * SHARED, its write A's SHARED to NONE, each before its reply. */
+	CHECK(send_getattr(&p, &f.oid, 51) == 0 &&
+	      pc_next_recall(&a, 10000, &rc) == 0 && rc.oid.id == f.oid.id &&
+	      rc.to == POHMEL_GRANT_SHARED, "no grants: GETATTR recalls "
+	      "A's EXCL to SHARED");
+	CHECK(no_reply(&p, 51) && pc_recall_ack(&a, &rc) == 0 &&
+	      reply_grant(&p, 51, &st) == 0 && st == 0,
+	      "answered NONE after A's ack");
+	CHECK(send_write(&p, &f.oid, 52) == 0 &&
+	      pc_next_recall(&a, 10000, &rc) == 0 && rc.oid.id == f.oid.id &&
+	      rc.to == POHMEL_GRANT_NONE, "no grants: WRITE recalls A to NONE");
+	CHECK(no_reply(&p, 52) && pc_recall_ack(&a, &rc) == 0 &&
+	      reply_grant(&p, 52, &st) == 0 && st == 0,
+	      "answered NONE after A's ack");
+	cl_close(&a);
+	cl_close(&p);
+}
+
+/* A reads, B writes: A is recalled before B is answered. */
+static void t_recall_order(void)
+{
+	struct pc a, b;
+	struct pc_recall rc;
+	struct wattr f, x;
+	uint32_t st = 0;
+
+	CHECK(gopen(&a, &sp, true) == 0 && gopen(&b, &sp, true) == 0,
+	      "two grant sessions");
+	CHECK(mkfile(&a, "ro", &f) == 0 && pc_getattr(&a, &f.oid, &x) == 0 &&
+	      x.grant == POHMEL_GRANT_SHARED, "A: SHARED");
+	CHECK(send_write(&b, &f.oid, 77) == 0, "B: WRITE sent");
+	CHECK(pc_next_recall(&a, 10000, &rc) == 0 &&
+	      rc.oid.id == f.oid.id && rc.to == POHMEL_GRANT_NONE &&
+	      rc.recall_id != 0, "A: RECALL to NONE");
+	CHECK(no_reply(&b, 77), "B: no reply before A acked");
+	CHECK(pc_recall_ack(&a, &rc) == 0, "A: RECALL_ACK");
+	CHECK(reply_grant(&b, 77, &st) == POHMEL_GRANT_EXCL && st == 0,
+	      "B: reply after the ack, EXCL");
+
+	/* A reads while B holds EXCL: B is recalled to SHARED. */
+	CHECK(send_getattr(&a, &f.oid, 78) == 0, "A: GETATTR sent");
+	CHECK(pc_next_recall(&b, 10000, &rc) == 0 &&
+	      rc.to == POHMEL_GRANT_SHARED, "B: RECALL to SHARED");
+	CHECK(no_reply(&a, 78), "A: no reply before B acked");
+	CHECK(pc_recall_ack(&b, &rc) == 0 &&
+	      reply_grant(&a, 78, &st) == POHMEL_GRANT_SHARED,
+	      "A: answered SHARED after B's ack");
+	CHECK(pc_getattr(&b, &f.oid, &x) == 0 &&
+	      x.grant == POHMEL_GRANT_SHARED, "B: now SHARED");
+	cl_close(&a);
+	cl_close(&b);
+}
+
+/* A never acks: B is answered once the lease ran out. */
+static void t_lease(void)
+{
+	struct pc a, b;
+	struct pc_recall rc;
+	struct wattr f, x;
+	uint32_t st = 0;
+	double t0, dt;
+
+	CHECK(gopen(&a, &sp2, true) == 0 && gopen(&b, &sp2, true) == 0,
+	      "two grant sessions (lease 1 s)");
+	CHECK(mkfile(&a, "ls", &f) == 0 && pc_getattr(&a, &f.oid, &x) == 0 &&
+	      x.grant == POHMEL_GRANT_SHARED, "A: SHARED");
+	t0 = now_s();
+	CHECK(send_write(&b, &f.oid, 90) == 0 &&
+	      pc_next_recall(&a, 10000, &rc) == 0, "A: RECALL, not acked");
+	CHECK(reply_grant(&b, 90, &st) == POHMEL_GRANT_EXCL && st == 0,
+	      "B: answered anyway, EXCL");
+	dt = now_s() - t0;
+	CHECK(dt >= LEASE_SHORT * 0.9 && dt < 15,
+	      "B waited for the lease (%.2f s)", dt);
+	CHECK(pc_recall_ack(&a, &rc) == 0 && pc_ping(&a) == 0,
+	      "a late ack is harmless");
+	cl_close(&a);
+	cl_close(&b);
+}
+
+struct mut {
+	struct pc *c;
+	uint32_t tag;
+	int grant;
+	uint32_t st;
+};
+
+static void *mut_wait(void *arg)
+{
+	struct mut *m = arg;
+
+	m->grant = reply_grant(m->c, m->tag, &m->st);
+	return NULL;
+}
+
+/* A holds x, B holds y; A writes y while B writes x. */
+static void t_mutual(void)
+{
+	struct pc a, b;
+	struct wattr fx, fy, t;
+	struct mut ma = { &a, 101, -1, 1 }, mb = { &b, 102, -1, 1 };
+	pthread_t ta, tb;
+	double t0, dt;
+
+	CHECK(gopen(&a, &sp, true) == 0 && gopen(&b, &sp, true) == 0,
+	      "two grant sessions");
+	CHECK(mkfile(&a, "mx", &fx) == 0 && mkfile(&a, "my", &fy) == 0 &&
+	      pc_getattr(&a, &fx.oid, &t) == 0 && t.grant &&
+	      pc_getattr(&b, &fy.oid, &t) == 0 && t.grant,
+	      "A holds mx, B holds my");
+	a.auto_ack = b.auto_ack = true;
+	t0 = now_s();
+	CHECK(send_write(&a, &fy.oid, 101) == 0 &&
+	      send_write(&b, &fx.oid, 102) == 0, "both WRITEs in flight");
+	pthread_create(&ta, NULL, mut_wait, &ma);
+	pthread_create(&tb, NULL, mut_wait, &mb);
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	dt = now_s() - t0;
+	CHECK(ma.st == 0 && mb.st == 0 && ma.grant == POHMEL_GRANT_EXCL &&
+	      mb.grant == POHMEL_GRANT_EXCL, "both complete, each EXCL");
+	CHECK(a.recalls_seen == 1 && b.recalls_seen == 1 &&
+	      dt < LEASE_LONG / 2,
+	      "by acks, not by the lease (%.2f s)", dt);
+	cl_close(&a);
+	cl_close(&b);
+}
+
+/* A disconnects holding a grant: B's write does not wait for it. */
+static void t_disconnect(void)
+{
+	struct pc a, b;
+	struct wattr f, x;
+	double t0, dt;
+
+	CHECK(gopen(&a, &sp, true) == 0 && gopen(&b, &sp, true) == 0 &&
+	      mkfile(&a, "dc", &f) == 0 && pc_getattr(&a, &f.oid, &x) == 0 &&
+	      x.grant == POHMEL_GRANT_SHARED, "A: SHARED");
+	cl_close(&a);
+	usleep(200000);	/* let pohmeld see the EOF; no bound depends on it */
+	t0 = now_s();
+	CHECK(pc_write(&b, &f.oid, 0, 0, "z", 1, 0, NULL) == 0,
+	      "B: WRITE");
+	dt = now_s() - t0;
+	CHECK(dt < LEASE_LONG / 2, "not delayed by A's old grant (%.2f s)", dt);
+	cl_close(&b);
+}
+
+static int local_write(const char *rel, const char *text)
+{
+	char p[300];
+
+	snprintf(p, sizeof(p), "%s/%s", exp_dir, rel);
+	return write_file(p, text);
+}
+
+/* Changes made in the export directly: recalls within the bound. */
+static void t_local(void)
+{
+	struct pc a;
+	struct pc_recall rc;
+	struct wattr f, d, x;
+	uint32_t g[4] = { 0 };
+	char p[300];
+	double t0, dt;
+
+	CHECK(gopen(&a, &sp, true) == 0 && mkfile(&a, "lc", &f) == 0 &&
+	      pc_getattr(&a, &f.oid, &x) == 0 &&
+	      x.grant == POHMEL_GRANT_SHARED, "A: SHARED on a file");
+	t0 = now_s();
+	CHECK(local_write("lc", "local\n") == 0, "local write");
+	CHECK(pc_next_recall(&a, 10000, &rc) == 0 && rc.oid.id == f.oid.id &&
+	      rc.to == POHMEL_GRANT_NONE, "A: RECALL of the file");
+	dt = now_s() - t0;
+	CHECK(dt < 10, "recall %.3f s after the change (documented < 1 s)",
+	      dt);
+	CHECK(pc_recall_ack(&a, &rc) == 0 && pc_ping(&a) == 0, "A: ack");
+
+	CHECK(pc_mkobj(&a, POHMEL_OP_MKDIR, &a.root.oid, "ld", 0755, 0, 0,
+		       NULL, &d, NULL) == 0 &&
+	      pc_readdir_all(&a, &d.oid, dirent_grants, g) == 0 &&
+	      pc_getattr(&a, &d.oid, &x) == 0 &&
+	      x.grant == POHMEL_GRANT_SHARED, "A: SHARED on a directory");
+	snprintf(p, sizeof(p), "%s/ld/new", exp_dir);
+	CHECK(write_file(p, "") == 0, "local create inside it");
+	CHECK(pc_next_recall(&a, 10000, &rc) == 0 && rc.oid.id == d.oid.id,
+	      "A: RECALL of the directory");
+	CHECK(pc_recall_ack(&a, &rc) == 0 && pc_ping(&a) == 0 &&
+	      a.qlen == 0, "A: ack; no other recall");
+
+	/* pohmeld's own changes are not taken for local ones. */
+	CHECK(pc_write(&a, &f.oid, 0, 0, "own", 3, 0, NULL) == 0 &&
+	      pc_getattr(&a, &f.oid, &x) == 0 && x.grant == POHMEL_GRANT_EXCL,
+	      "A: EXCL after its own WRITE");
+	CHECK(pc_write(&a, &f.oid, 0, 3, "own", 3, 0, NULL) == 0 &&
+	      pc_setattr(&a, &f.oid, POHMEL_SET_MODE, 0600, 0, 0, 0, NULL,
+			 NULL, &x) == 0 && x.grant == POHMEL_GRANT_EXCL,
+	      "A: EXCL after another WRITE and a SETATTR");
+	CHECK(pc_next_recall(&a, 300, &rc) == -ETIMEDOUT,
+	      "no recall for pohmeld's own write");
+	cl_close(&a);
+}
+
+int main(int argc, char **argv)
+{
+	char tmpl[] = "/var/tmp/pohmel-grants-XXXXXX", conf[1024];
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: test_grants POHMELD\n");
+		return 2;
+	}
+	server_bin = argv[1];
+	if (!mkdtemp(tmpl))
+		return 1;
+	snprintf(base, sizeof(base), "%s", tmpl);
+	snprintf(exp_dir, sizeof(exp_dir), "%s/export", base);
+	mkdir(exp_dir, 0755);
+	snprintf(conf, sizeof(conf),
+		 "export / %s rw no_root_squash\nstate-dir %s/state\n"
+		 "key-file none\ngrant-lease %d\n", exp_dir, base, LEASE_LONG);
+	CHECK(start_server("grants", conf, &sp) == 0, "pohmeld starts");
+	snprintf(conf, sizeof(conf),
+		 "export / %s rw no_root_squash\nstate-dir %s/state2\n"
+		 "key-file none\ngrant-lease %d\n", exp_dir, base,
+		 LEASE_SHORT);
+	CHECK(start_server("grants2", conf, &sp2) == 0,
+	      "pohmeld (short lease) starts");
+	if (tap_fail)
+		return tap_done();
+	t_negotiate();
+	t_recall_order();
+	t_lease();
+	t_mutual();
+	t_disconnect();
+	t_local();
+	CHECK(stop_server(&sp) == 0 && stop_server(&sp2) == 0,
+	      "SIGTERM: clean exits");
+	if (!tap_fail) {
+		char cmd[200];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", base);
+		if (system(cmd))
+			return 1;
+	} else {
+		printf("# left %s for inspection\n", base);
+	}
+	return tap_done();
+}
