@@ -192,7 +192,43 @@ struct pohmel_time {
 };
 #define POHMEL_TIME_SIZE	16
 
-/* Grants (attr.grant): what the client may serve from its cache. */
+/*
+ * Grants (attr.grant): what the client may serve from its cache.
+ * (Clarified, no layout change; pohmeld implements this from 1.0.)
+ * Only a connection that negotiated POHMEL_FEAT_GRANTS gets anything but
+ * GRANT_NONE. Grants belong to the connection: they end when it closes,
+ * and after a reconnect (same session or not) the client holds nothing
+ * and revalidates its cache (GETATTR/LOOKUP/READDIR give new grants).
+ * - attr.grant in a reply is the connection's grant on that object as of
+ *   that reply; it replaces what the client had (it may be lower).
+ * - SHARED comes with every attr of a reply (LOOKUP, GETATTR, READDIR and
+ *   each entry, OPEN, READ, FSYNC, both attrs of an entry reply,
+ *   UNLINK/RMDIR's directory), unless another connection holds EXCL or
+ *   is modifying the object at that moment, or the server cannot watch
+ *   the object for local changes (then NONE). AUTH's root attr is NONE.
+ * - EXCL comes with the reply to a WRITE or SETATTR of the object: before
+ *   it runs, every other holder was recalled to NONE, so the writer is
+ *   the sole holder (SHARED instead if someone got SHARED meanwhile).
+ *   A holder keeps EXCL on later replies until recalled.
+ * - Conflicts: a modifying request from another connection (SETATTR,
+ *   WRITE, SET/REMOVEXATTR, LINK on the object; CREATE, MKDIR, MKNOD,
+ *   SYMLINK, LINK, UNLINK, RMDIR, RENAME on the directory and the entry
+ *   named) recalls every holder to NONE; any reading request recalls an
+ *   EXCL holder to SHARED. The requester is answered only after every
+ *   holder acked or its lease (server config grant-lease, default 10 s)
+ *   ran out; a holder that did not ack in time has lost the grant.
+ * - Changes made in the export directly on the server recall every
+ *   holder of the object (a directory: entries created, removed or
+ *   renamed in it) to NONE within 1 s.
+ * - While a recall is pending for the connection, replies carry at most
+ *   the recall's target for that object. A RECALL also caps grants in
+ *   replies to requests the client sent before the RECALL arrived: the
+ *   client stamps each request with a per-object recall counter and
+ *   treats a reply whose object saw a RECALL since as carrying at most
+ *   that RECALL's target.
+ * - The client acks each RECALL (flush first, then ack); an ack whose
+ *   recall_id is not the pending one is ignored (empty reply anyway).
+ */
 #define POHMEL_GRANT_NONE	0
 #define POHMEL_GRANT_SHARED	1	/* attrs, dir contents, data */
 #define POHMEL_GRANT_EXCL	2	/* + buffered changes */
