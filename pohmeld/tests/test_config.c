@@ -76,6 +76,11 @@ int main(void)
 	bad("export / /a\nexport / /b\n", "2: only one export is supported");
 	bad("state-dir relative\n", "1: 'state-dir' needs an absolute path");
 	bad("export / /a anonuid=x\n", "1: bad number in 'anonuid=x'");
+	bad("grant-lease 0\n", "1: bad grant-lease '0'");
+	CHECK(load("export / /a\n", &cf, err, sizeof(err)) == 0 &&
+	      cf.grant_lease == 10 &&
+	      load("grant-lease 3\n", &cf, err, sizeof(err)) == 0 &&
+	      cf.grant_lease == 3, "grant-lease: default 10, set 3");
 
 	CHECK(cidr_parse("192.168.1.0/24", &c) == 0, "cidr v4 parses");
 	inet_pton(AF_INET, "192.168.1.77", &s4.sin_addr);
