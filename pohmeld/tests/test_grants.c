@@ -167,6 +167,52 @@ static void t_negotiate(void)
 	cl_close(&p);
 }
 
+/* Namespace changes recall the directory (and the entry named). */
+static void t_namespace(void)
+{
+	struct pc a, b;
+	struct pc_recall rc, rc2;
+	struct wattr d, x, t;
+	uint32_t g[4] = { 0 }, st = 1;
+	uint8_t body[300];
+	uint32_t n;
+
+	CHECK(gopen(&a, &sp, true) == 0 && gopen(&b, &sp, false) == 0,
+	      "a grant session and one without");
+	CHECK(pc_mkobj(&b, POHMEL_OP_MKDIR, &b.root.oid, "ns", 0755, 0, 0,
+		       NULL, &d, NULL) == 0 &&
+	      pc_mkobj(&b, POHMEL_OP_CREATE, &d.oid, "x", 0644, 0, 0, NULL,
+		       &x, NULL) == 0, "B: ns/x");
+	CHECK(pc_readdir_all(&a, &d.oid, dirent_grants, g) == 0 && g[1] == 1 &&
+	      pc_getattr(&a, &d.oid, &t) == 0 &&
+	      t.grant == POHMEL_GRANT_SHARED, "A: SHARED on ns and ns/x");
+
+	n = pc_enc_create(body, &d.oid, 0644, 0, 0, 0, 0, "y", 1, NULL, 0);
+	CHECK(pc_send(&b, POHMEL_OP_CREATE, 61, ++b.seq, body, n) == 0 &&
+	      pc_next_recall(&a, 10000, &rc) == 0 && rc.oid.id == d.oid.id &&
+	      rc.to == POHMEL_GRANT_NONE, "B: CREATE in ns recalls A's ns");
+	CHECK(no_reply(&b, 61) && pc_recall_ack(&a, &rc) == 0 &&
+	      reply_grant(&b, 61, &st) == 0 && st == 0,
+	      "B answered after the ack");
+
+	CHECK(pc_getattr(&a, &d.oid, &t) == 0 && t.grant &&
+	      pc_lookup(&a, &d.oid, "x", &t) == 0 && t.grant,
+	      "A: SHARED on ns and x again");
+	n = pc_enc_name_req(body, &d.oid, "x", 1);
+	CHECK(pc_send(&b, POHMEL_OP_UNLINK, 62, ++b.seq, body, n) == 0 &&
+	      pc_next_recall(&a, 10000, &rc) == 0 &&
+	      pc_next_recall(&a, 10000, &rc2) == 0 &&
+	      ((rc.oid.id == d.oid.id && rc2.oid.id == x.oid.id) ||
+	       (rc.oid.id == x.oid.id && rc2.oid.id == d.oid.id)),
+	      "B: UNLINK ns/x recalls A's ns and x");
+	CHECK(no_reply(&b, 62) && pc_recall_ack(&a, &rc) == 0 &&
+	      no_reply(&b, 62) && pc_recall_ack(&a, &rc2) == 0 &&
+	      reply_grant(&b, 62, &st) == 0 && st == 0,
+	      "B answered after both acks");
+	cl_close(&a);
+	cl_close(&b);
+}
+
 /* A reads, B writes: A is recalled before B is answered. */
 static void t_recall_order(void)
 {
@@ -380,6 +426,7 @@ int main(int argc, char **argv)
 		return tap_done();
 	t_negotiate();
 	t_recall_order();
+	t_namespace();
 	t_lease();
 	t_mutual();
 	t_disconnect();
