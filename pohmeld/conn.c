@@ -86,6 +86,59 @@ int conn_send(struct conn *c, const void *buf, size_t len)
 	return err;
 }
 
+/*
+ * A server-initiated message (RECALL) to a client that may not be
+ * reading: give up after timeout_ms, and then the connection is cut
+ * (a message may be half sent), which also ends its grants. The caller
+ * is never stuck behind a client that stopped reading.
+ */
+int conn_send_bounded(struct conn *c, const void *buf, size_t len,
+		      int timeout_ms)
+{
+	const uint8_t *p = buf;
+	struct timespec dl, now;
+	int err = 0;
+
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += timeout_ms / 1000;
+	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (dl.tv_nsec >= 1000000000) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000;
+	}
+	if (pthread_mutex_timedlock(&c->send_mu, &dl)) {
+		shutdown(c->fd, SHUT_RDWR);
+		return ETIMEDOUT;
+	}
+	while (len && !c->send_dead) {
+		ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		struct pollfd pf = { .fd = c->fd, .events = POLLOUT };
+		long ms;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			clock_gettime(CLOCK_REALTIME, &now);
+			ms = (dl.tv_sec - now.tv_sec) * 1000 +
+			     (dl.tv_nsec - now.tv_nsec) / 1000000;
+			if (ms > 0 && poll(&pf, 1, (int)ms) >= 0)
+				continue;
+			log_warn("%s: not reading: connection cut", c->peer);
+			shutdown(c->fd, SHUT_RDWR);
+		}
+		if (n <= 0) {
+			c->send_dead = true;
+			break;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	if (c->send_dead)
+		err = EPIPE;
+	pthread_mutex_unlock(&c->send_mu);
+	return err;
+}
+
 /* 1: got n bytes, 0: EOF/error before that. */
 static int read_full(int fd, uint8_t *p, size_t n)
 {

@@ -22,7 +22,8 @@
  * the child named) conflicts with every other holder (recalled to NONE);
  * a reading request conflicts with another's EXCL (recalled to SHARED).
  * RECALLs are sent after grants_mu is dropped, over the holder's own
- * connection (conn_send takes its send_mu). The requester waits on
+ * connection (conn_send_bounded takes its send_mu; a holder that does not
+ * read for a lease has its connection cut, and with it its grants). The requester waits on
  * grants_cv, holding no lock, until each holder acked (RECALL_ACK with
  * the recall_id) or its lease (grant-lease, default 10 s) ran out; then
  * the holder's grant is the recall's target either way.
@@ -217,7 +218,8 @@ static void send_recalls(struct recall_msg *rm)
 		log_debug("%s: RECALL id %llu", rm->c->peer,
 			  (unsigned long long)get64(rm->buf + POHMEL_HDR_SIZE +
 						    24));
-		conn_send(rm->c, rm->buf, sizeof(rm->buf));
+		conn_send_bounded(rm->c, rm->buf, sizeof(rm->buf),
+				  srv.cfg.grant_lease * 1000);
 		conn_put(rm->c);
 		free(rm);
 	}

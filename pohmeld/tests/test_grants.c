@@ -9,6 +9,7 @@
  * Waits are bounded generously; nothing passes or fails on speed.
  */
 #include <pthread.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include "integ_lib.h"
@@ -275,6 +276,57 @@ static void t_lease(void)
 	cl_close(&b);
 }
 
+/* A stops reading (its socket full of READ replies): the RECALL cannot
+ * be sent; after a lease A's connection is cut and B is answered. */
+static void t_stuck(void)
+{
+	static char big[1 << 20];
+	struct pollfd pf;
+	struct pc a, b;
+	struct wattr f, x;
+	uint8_t body[64];
+	uint32_t st = 1, i, n;
+	bool ok = true;
+
+	CHECK(gopen(&a, &sp2, true) == 0 && gopen(&b, &sp2, true) == 0 &&
+	      mkfile(&a, "stuck", &f) == 0 &&
+	      pc_write(&a, &f.oid, 0, 0, big, sizeof(big), 0, NULL) == 0 &&
+	      pc_getattr(&b, &f.oid, &x) == 0 &&
+	      pc_getattr(&a, &f.oid, &x) == 0 &&
+	      x.grant == POHMEL_GRANT_SHARED, "A: SHARED on a 1 MiB file");
+	for (i = 0; i < 64 && ok; i++) {
+		n = pc_enc_io(body, &f.oid, 0, 0, sizeof(big), 0, NULL);
+		ok = pc_send(&a, POHMEL_OP_READ, 1000 + i, 0, body, n) == 0;
+	}
+	CHECK(ok, "A: 64 MiB of READs asked for, none read");
+	/* Until A's receive queue stops growing: pohmeld's sending is
+	 * blocked (the queue is far below 64 MiB). */
+	for (i = 0, n = 0; i < 100; i++) {
+		int q = 0;
+
+		usleep(100000);
+		if (ioctl(a.fd, FIONREAD, &q) == 0 && q > 0 &&
+		    (uint32_t)q == n)
+			break;
+		n = (uint32_t)q;
+	}
+	CHECK(i < 100, "A's receive queue is full (%u bytes)", n);
+	CHECK(send_write(&b, &f.oid, 95) == 0, "B: WRITE sent");
+	pf.fd = b.fd;
+	pf.events = POLLIN;
+	CHECK(poll(&pf, 1, 30000) == 1 && reply_grant(&b, 95, &st) >= 0 &&
+	      st == 0, "B: answered");
+	for (i = 0; i < 64; i++) {
+		struct whdr h;
+
+		if (pc_recv(&a, &h, NULL, 0))
+			break;
+	}
+	CHECK(i < 64, "A's connection was cut (after %u of 64 replies)", i);
+	cl_close(&a);
+	cl_close(&b);
+}
+
 struct mut {
 	struct pc *c;
 	uint32_t tag;
@@ -428,6 +480,7 @@ int main(int argc, char **argv)
 	t_recall_order();
 	t_namespace();
 	t_lease();
+	t_stuck();
 	t_mutual();
 	t_disconnect();
 	t_local();
