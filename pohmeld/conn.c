@@ -44,6 +44,7 @@ void conn_init_struct(struct conn *c, int fd)
 	c->fd = fd;
 	atomic_init(&c->refs, 1);
 	pthread_mutex_init(&c->send_mu, NULL);
+	pthread_mutex_init(&c->defer_mu, NULL);
 	c->state = CONN_NEW;
 	c->max_msg = PRE_HELLO_MAX;
 }
@@ -59,6 +60,7 @@ void conn_put(struct conn *c)
 		return;
 	close(c->fd);
 	pthread_mutex_destroy(&c->send_mu);
+	pthread_mutex_destroy(&c->defer_mu);
 	free(c);
 }
 
@@ -173,6 +175,8 @@ static void trim(uint8_t *buf)
 		madvise((void *)start, end - start, MADV_DONTNEED);
 }
 
+static bool conn_queued(struct conn *c);
+
 static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 {
 	bool big_rx = false, big_tx = false;
@@ -205,8 +209,12 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 		}
 		if (!read_full(c->fd, rx + POHMEL_HDR_SIZE, h.len))
 			return;
-		ret = dispatch(c, rx, POHMEL_HDR_SIZE + h.len, tx,
-			       POHMEL_HDR_SIZE + c->max_msg, &outlen);
+		if (h.op != POHMEL_OP_RECALL_ACK && c->state == CONN_AUTHED &&
+		    conn_queued(c))
+			ret = DISPATCH_DEFER;
+		else
+			ret = dispatch(c, rx, POHMEL_HDR_SIZE + h.len, tx,
+				       POHMEL_HDR_SIZE + c->max_msg, &outlen);
 		if (ret == DISPATCH_DEFER &&
 		    conn_defer(c, rx, POHMEL_HDR_SIZE + h.len))
 			ret = dispatch_wait(c, c->sess, rx,
@@ -231,34 +239,66 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 }
 
 /*
- * A request that waits for RECALL acks runs on a worker thread of its
- * own, so that this connection's thread goes on reading (acks included).
- * Its reply goes out through send_mu like any other.
+ * A request that waits for RECALL acks runs on the connection's worker
+ * thread, so that the connection's own thread goes on reading (acks
+ * included). Once a request is deferred, every later request of the
+ * connection but RECALL_ACK queues behind it and the worker runs them in
+ * order: a client sees its requests executed in the order it sent them.
+ * Replies go out through send_mu like any other. After the connection
+ * closed, queued requests are dropped unexecuted (a client replays them).
  */
 struct work {
-	struct conn *c;			/* a reference */
-	struct session *s;		/* a reference */
+	struct work *next;		/* c->dq, under c->defer_mu */
 	uint32_t len;
 	uint8_t raw[];
 };
 
+struct worker {
+	struct conn *c;			/* a reference */
+	struct session *s;		/* a reference */
+};
+
 static void *work_thread(void *arg)
 {
-	struct work *w = arg;
-	uint32_t cap = POHMEL_HDR_SIZE + w->c->max_msg, outlen = 0;
+	struct worker *wk = arg;
+	struct conn *c = wk->c;
+	uint32_t cap = POHMEL_HDR_SIZE + c->max_msg, outlen;
 	uint8_t *tx = malloc(cap);
+	struct work *w;
+	int ret;
 
-	if (tx) {
-		dispatch_wait(w->c, w->s, w->raw, w->len, tx, cap, &outlen);
-		if (outlen)
-			conn_send(w->c, tx, outlen);
-	} else {
-		shutdown(w->c->fd, SHUT_RDWR);	/* the client retries */
+	for (;;) {
+		pthread_mutex_lock(&c->defer_mu);
+		w = c->dq_head;
+		if (w) {
+			c->dq_head = w->next;
+			if (!c->dq_head)
+				c->dq_tail = NULL;
+		} else {
+			c->dq_running = false;
+		}
+		pthread_mutex_unlock(&c->defer_mu);
+		if (!w)
+			break;
+		outlen = 0;
+		ret = DISPATCH_OK;
+		if (!tx)
+			ret = DISPATCH_DROP;	/* the client replays */
+		else if (!atomic_load(&c->gone))
+			ret = dispatch_wait(c, wk->s, w->raw, w->len, tx, cap,
+					    &outlen);
+		if (ret == DISPATCH_DROP)
+			stats.proto_errors++;
+		else if (outlen)
+			conn_send(c, tx, outlen);
+		if (ret == DISPATCH_DROP || ret == DISPATCH_CLOSE)
+			shutdown(c->fd, SHUT_RDWR);	/* BYE, bad message */
+		free(w);
 	}
 	free(tx);
-	session_unref(w->s);
-	conn_put(w->c);
-	free(w);
+	session_unref(wk->s);
+	conn_put(c);
+	free(wk);
 	pthread_mutex_lock(&conns_mu);
 	nworkers--;
 	pthread_cond_broadcast(&conns_cv);
@@ -266,10 +306,22 @@ static void *work_thread(void *arg)
 	return NULL;
 }
 
-/* 0: the request runs on a worker; else run it here. */
+/* Requests queue behind a deferred one (RECALL_ACK never does). */
+static bool conn_queued(struct conn *c)
+{
+	bool q;
+
+	pthread_mutex_lock(&c->defer_mu);
+	q = c->dq_running;
+	pthread_mutex_unlock(&c->defer_mu);
+	return q;
+}
+
+/* 0: the request is queued for the worker; else run it here. */
 int conn_defer(struct conn *c, const uint8_t *raw, uint32_t rawlen)
 {
 	pthread_attr_t attr;
+	struct worker *wk;
 	struct work *w;
 	pthread_t th;
 	int err;
@@ -281,25 +333,53 @@ int conn_defer(struct conn *c, const uint8_t *raw, uint32_t rawlen)
 		return ENOMEM;
 	memcpy(w->raw, raw, rawlen);
 	w->len = rawlen;
-	w->c = c;
-	w->s = c->sess;
+	w->next = NULL;
+	pthread_mutex_lock(&c->defer_mu);
+	if (c->dq_running) {
+		if (c->dq_tail)
+			c->dq_tail->next = w;
+		else
+			c->dq_head = w;
+		c->dq_tail = w;
+		pthread_mutex_unlock(&c->defer_mu);
+		return 0;
+	}
+	pthread_mutex_unlock(&c->defer_mu);
+
+	/* No worker: only this (connection's) thread starts one. */
+	wk = malloc(sizeof(*wk));
+	if (!wk) {
+		free(w);
+		return ENOMEM;
+	}
+	wk->c = c;
+	wk->s = c->sess;
 	conn_get(c);
 	session_ref(c->sess);
+	pthread_mutex_lock(&c->defer_mu);
+	c->dq_head = c->dq_tail = w;
+	c->dq_running = true;
+	pthread_mutex_unlock(&c->defer_mu);
 	pthread_mutex_lock(&conns_mu);
 	nworkers++;
 	pthread_mutex_unlock(&conns_mu);
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, THREAD_STACK);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	err = pthread_create(&th, &attr, work_thread, w);
+	err = pthread_create(&th, &attr, work_thread, wk);
 	pthread_attr_destroy(&attr);
 	if (!err)
 		return 0;
+	pthread_mutex_lock(&c->defer_mu);
+	c->dq_head = c->dq_tail = NULL;
+	c->dq_running = false;
+	pthread_mutex_unlock(&c->defer_mu);
 	pthread_mutex_lock(&conns_mu);
 	nworkers--;
 	pthread_mutex_unlock(&conns_mu);
 	session_unref(c->sess);
 	conn_put(c);
+	free(wk);
 	free(w);
 	return err;
 }
@@ -317,6 +397,7 @@ static void *conn_thread(void *arg)
 	free(tx);
 
 	log_debug("%s: disconnected", c->peer);
+	atomic_store(&c->gone, true);
 	lock_conn_gone(c);
 	grants_conn_gone(c);
 	if (c->sess)

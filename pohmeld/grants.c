@@ -31,8 +31,10 @@
  * The requester never waits on its connection's thread: that thread must
  * go on reading, or two clients recalling each other's grants would wait
  * for acks neither connection reads. A request that has to wait is handed
- * to a worker thread (conn.c: conn_defer) and re-run there with waiting
- * allowed. Inside a BATCH the wait is inline (bounded by the lease).
+ * to the connection's worker thread (conn.c: conn_defer) and re-run there
+ * with waiting allowed; the connection's later requests (but RECALL_ACK)
+ * queue behind it, so they still run in order. Inside a BATCH the wait
+ * is inline (bounded by the lease).
  *
  * Lock rules: grants_mu protects the table, every struct gobj/holder and
  * conn->grants_gone; lock order grants_mu -> notify_mu (notify.c). No

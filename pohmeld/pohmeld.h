@@ -197,6 +197,10 @@ struct conn {
 	struct session *sess;
 
 	bool grants_gone;		/* under grants_mu (grants.c) */
+	atomic_bool gone;		/* its thread is done reading */
+	pthread_mutex_t defer_mu;	/* protects dq_*: deferred requests */
+	struct work *dq_head, *dq_tail;
+	bool dq_running;		/* a worker runs the queue */
 	struct conn *next, *prev;	/* conns list, under conns_mu */
 };
 int conn_start(int fd, const struct sockaddr *sa, socklen_t salen);

@@ -214,6 +214,44 @@ static void t_namespace(void)
 	cl_close(&b);
 }
 
+/* B's requests behind one that waits run in the order B sent them. */
+static void t_order(void)
+{
+	struct pc a, b;
+	struct pc_recall rc;
+	struct wattr f, x;
+	uint8_t body[POHMEL_IO_SIZE + 8], r[512];
+	uint32_t n, order[3], i;
+	struct whdr h;
+	char data[8] = "";
+
+	CHECK(gopen(&a, &sp, true) == 0 && gopen(&b, &sp, true) == 0 &&
+	      mkfile(&a, "ord", &f) == 0 && pc_getattr(&a, &f.oid, &x) == 0 &&
+	      x.grant == POHMEL_GRANT_SHARED, "A: SHARED");
+	n = pc_enc_io(body, &f.oid, 0, 0, 4, 0, "1111");
+	CHECK(pc_send(&b, POHMEL_OP_WRITE, 201, ++b.seq, body, n) == 0,
+	      "B: WRITE 1111");
+	CHECK(pc_next_recall(&a, 10000, &rc) == 0, "A: RECALL");
+	n = pc_enc_io(body, &f.oid, 0, 0, 4, 0, "2222");
+	CHECK(pc_send(&b, POHMEL_OP_WRITE, 202, ++b.seq, body, n) == 0 &&
+	      pc_send(&b, POHMEL_OP_READ, 203, 0, body,
+		      pc_enc_io(body, &f.oid, 0, 0, 4, 0, NULL)) == 0,
+	      "B: WRITE 2222 and READ sent behind it");
+	CHECK(no_reply(&b, 201) && pc_recall_ack(&a, &rc) == 0, "A: ack");
+	for (i = 0; i < 3; i++) {
+		if (pc_recv(&b, &h, r, sizeof(r)))
+			break;
+		order[i] = h.tag;
+		if (h.tag == 203 && h.len >= POHMEL_IO_REPLY_SIZE + 4)
+			memcpy(data, r + POHMEL_IO_REPLY_SIZE, 4);
+	}
+	CHECK(i == 3 && order[0] == 201 && order[1] == 202 &&
+	      order[2] == 203 && !strcmp(data, "2222"),
+	      "B: answered in order, READ sees the second WRITE");
+	cl_close(&a);
+	cl_close(&b);
+}
+
 /* A reads, B writes: A is recalled before B is answered. */
 static void t_recall_order(void)
 {
@@ -479,6 +517,7 @@ int main(int argc, char **argv)
 	t_negotiate();
 	t_recall_order();
 	t_namespace();
+	t_order();
 	t_lease();
 	t_stuck();
 	t_mutual();
