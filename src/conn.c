@@ -466,6 +466,11 @@ static int conn_thread(void *data)
 		conn_down(c);
 		if (kthread_should_stop())
 			break;
+		if (READ_ONCE(c->dying)) {
+			/* unmounting: kthread_stop() is on its way */
+			cond_resched();
+			continue;
+		}
 		if (!logged)
 			pr_notice("%pISpc: connection lost, reconnecting\n",
 				  &c->addr);

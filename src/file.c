@@ -106,6 +106,14 @@ static int pohmel_release(struct inode *inode, struct file *file)
 	return 0;
 }
 
+/* close(2): write back what this writer left, and report errors now */
+static int pohmel_flush(struct file *file, fl_owner_t id)
+{
+	if (!(file->f_mode & FMODE_WRITE))
+		return 0;
+	return filemap_write_and_wait(file_inode(file)->i_mapping);
+}
+
 static bool direct_io(struct kiocb *iocb)
 {
 	struct inode *inode = file_inode(iocb->ki_filp);
@@ -295,6 +303,7 @@ static loff_t pohmel_llseek(struct file *file, loff_t off, int whence)
 const struct file_operations pohmel_file_fops = {
 	.open		= pohmel_open,
 	.release	= pohmel_release,
+	.flush		= pohmel_flush,
 	.llseek		= pohmel_llseek,
 	.read_iter	= pohmel_read_iter,
 	.write_iter	= pohmel_write_iter,

@@ -55,6 +55,9 @@ struct pohmel_sb_info {
 	u32 rsize;
 	u32 wsize;
 	struct pohmel_vfs_stats stats;
+	spinlock_t statfs_lock;		/* protects statfs, statfs_known */
+	struct pohmel_fstatfs statfs;	/* last answer, for a server away */
+	bool statfs_known;
 };
 
 /* Bits of pohmel_inode.flags */

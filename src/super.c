@@ -204,10 +204,21 @@ static int pohmel_statfs(struct dentry *dentry, struct kstatfs *buf)
 	struct pohmel_fstatfs st;
 	int err;
 
-	err = pohmel_rpc_statfs(&sbi->conn, &POHMEL_I(d_inode(dentry))->oid,
-				&st);
-	if (err)
-		return err;
+	if (pohmel_conn_is_up(&sbi->conn) || !sbi->statfs_known) {
+		err = pohmel_rpc_statfs(&sbi->conn,
+					&POHMEL_I(d_inode(dentry))->oid, &st);
+		if (err)
+			return err;
+		spin_lock(&sbi->statfs_lock);
+		sbi->statfs = st;
+		sbi->statfs_known = true;
+		spin_unlock(&sbi->statfs_lock);
+	} else {
+		/* the server is away: umount(8) calls statfs first */
+		spin_lock(&sbi->statfs_lock);
+		st = sbi->statfs;
+		spin_unlock(&sbi->statfs_lock);
+	}
 	buf->f_type = POHMEL_SUPER_MAGIC;
 	buf->f_bsize = st.bsize;
 	buf->f_frsize = st.bsize;
@@ -325,6 +336,12 @@ static int pohmel_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_root = d_make_root(root);
 	if (!sb->s_root)
 		return -ENOMEM;
+	/* prime the statfs cache used while the server is away */
+	{
+		struct kstatfs kst;
+
+		pohmel_statfs(sb->s_root, &kst);
+	}
 	return 0;
 }
 
@@ -383,6 +400,7 @@ static int pohmel_init_fs_context(struct fs_context *fc)
 	if (!sbi)
 		return -ENOMEM;
 	pohmel_conn_init(&sbi->conn);
+	spin_lock_init(&sbi->statfs_lock);
 	sbi->opts.port = POHMEL_DEFAULT_PORT;
 	sbi->opts.timeo = 60;
 	sbi->opts.rsize = POHMEL_MAX_DATA;
