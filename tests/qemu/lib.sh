@@ -121,8 +121,18 @@ sync_work() {
 # chroot build of DST is incremental. Content-compared (-c) and without
 # times: a changed file gets a new mtime and make rebuilds what depends on it.
 copy_src() {
+	local rel line ex=()
+	# The repository's top-level .gitignore may name files below $1
+	# ("src/compat/generated.h"): those are build products too.
+	rel=$(realpath --relative-to="$REPO" "$1" 2>/dev/null || true)
+	if [ -f "$REPO/.gitignore" ] && [ -n "$rel" ] && [ "${rel#..}" = "$rel" ]; then
+		while IFS= read -r line; do
+			line=${line#/}
+			case $line in "$rel"/?*) ex+=(--exclude="/${line#"$rel"/}") ;; esac
+		done <"$REPO/.gitignore"
+	fi
 	mkdir -p "$2"
-	rsync -rlpc --delete --filter=':- .gitignore' \
+	rsync -rlpc --delete --filter=':- .gitignore' "${ex[@]}" \
 		--exclude='*.o' --exclude='*.ko' --exclude='*.a' --exclude='*.so' \
 		--exclude='*.mod' --exclude='*.mod.c' --exclude='.*.cmd' \
 		--exclude='*.d' --exclude=Module.symvers --exclude=modules.order \
