@@ -171,8 +171,8 @@ def markdown(guest, host, results, idx, delays, skips, pohmeld):
     g = guest
     L.append("Measured %s on %s (%s cores, %s GiB; host load %s before, %s after; 1-min load during the run mean/max/samples %s) in a "
              "QEMU TCG guest: Debian %s, %s vCPU, %s MiB. Server and clients in the "
-             "same guest over loopback. Median of %s repetitions, ±half the "
-             "min–max spread; lower is better. The tree: %s files (%.0f MB tar) "
+             "same guest over loopback. Median of the repetitions that ran (%s "
+             "planned; `n` in latest.json), ±half the min–max spread; lower is better. The tree: %s files (%.0f MB tar) "
              "of Linux headers as a git checkout."
              % (host.get("finished", "?"), host.get("host_cpu", "?"),
                 host.get("host_cpus", "?"), host.get("host_mem_gb", "?"),
@@ -333,8 +333,10 @@ def chart(path, guest, results, idx, delays):
                               else "no added delay"))
         ax.grid(axis="y", which="both", alpha=0.3)
         ax.legend(fontsize=7, ncol=len(cols))
-    fig.suptitle("POHMELFS bench: one QEMU TCG guest, %s, median of %s"
-                 % (guest.get("kernel", "?"), guest.get("reps", "?")))
+    done = max([r["n_ok"] for r in results] or [0])
+    fig.suptitle("POHMELFS bench: one QEMU TCG guest, %s, median of up to %s "
+                 "run(s) (%s planned)" % (guest.get("kernel", "?"), done,
+                                          guest.get("reps", "?")))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     return True
