@@ -175,6 +175,10 @@ install_guest() {
 		proc-sys-fs-binfmt_misc.automount proc-sys-fs-binfmt_misc.mount; do
 		ln -sfn /dev/null "$w/etc/systemd/system/$u"
 	done
+	# The test export: the suite runs as root and needs root unsquashed.
+	# Tests may edit it and `$POHMEL_SERVER restart`.
+	printf '# tests/qemu: the test export\nexport / /srv/export rw no_root_squash\n' \
+		>"$w/etc/pohmeld.conf"
 	# A fixed machine-id: not a first boot, stable journal names.
 	printf '%s\n' "$(printf 'pohmel-%s' "$s" | md5sum | cut -c1-32)" >"$w/etc/machine-id"
 	echo "pohmel-$s" >"$w/etc/hostname"
