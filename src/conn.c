@@ -89,6 +89,7 @@ static int send_req(struct pohmel_conn *c, struct pohmel_req *req)
 	atomic64_add(req->slen, &c->stats.bytes_sent);
 	pr_debug("send op %u tag %u seq %llu len %u%s\n", req->op, req->tag,
 		 req->seq, req->slen, req->resent ? " (replay)" : "");
+	req->resent = true;
 	return 0;
 }
 
@@ -272,9 +273,8 @@ static void conn_up(struct pohmel_conn *c, struct socket *sock)
 		spin_unlock(&c->lock);
 		if (!found)
 			break;
-		if (req->resent)
+		if (req->resent)	/* it went out on an earlier socket */
 			atomic64_inc(&c->stats.replays);
-		req->resent = true;
 		if (send_req(c, req)) {
 			pohmel_req_put(req);
 			break;

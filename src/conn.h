@@ -43,7 +43,7 @@ struct pohmel_req {
 	u32 tag;			/* 0 until submitted */
 	u16 op;
 	bool needs_seq;			/* non-idempotent: gets a session seq */
-	bool resent;			/* sent again after a reconnect */
+	bool resent;			/* written to some socket already */
 	u64 seq;			/* 0, or assigned at first send */
 	u32 xflags;			/* op-specific hint for reply checks */
 	u32 want;			/* READ: bytes asked */
