@@ -17,7 +17,13 @@
 #include "rpc.h"
 
 #define POHMEL_SUPER_MAGIC	0x504f484d	/* "POHM" */
-#define POHMEL_ATTR_TIMEO	HZ		/* cache=strict attribute life */
+/*
+ * How long fetched attributes and dentries are trusted without asking the
+ * server. Zero until the client holds server grants: the promise is that a
+ * stat or read that starts after a change completed on another client sees
+ * it, and no timeout can keep that promise; grants will.
+ */
+#define POHMEL_ATTR_TIMEO	0
 
 struct pohmel_mount_opts {
 	struct sockaddr_storage addr;
