@@ -16,7 +16,7 @@ SUITE_ARGS ?= --scale 2 --set POHMEL_READDIR_N=2000 --set POHMEL_FSX_OPS=20000 \
 export POHMEL_CACHE
 
 .PHONY: all deps server check check-host check-qemu demo shell deb rpm \
-	bench fuzz clean help
+	bench bench-server fuzz clean help
 
 all: server
 
@@ -29,6 +29,7 @@ help:
 	@echo "make shell      boot $(DEMO_SUITE) interactively with the export mounted"
 	@echo "make deb rpm    build the packages into $(POHMEL_CACHE)/out"
 	@echo "make bench      benchmarks (never part of check)"
+	@echo "make bench-server  pohmeld memory and small-op throughput (host)"
 	@echo "make fuzz       long fuzzing run of the server's message handler"
 
 deps:
@@ -60,8 +61,15 @@ deb: deps
 rpm: deps
 	tests/pkg/build-rpms
 
-bench: deps
+# Server figures on the host (memory with 64 idle clients, small-op
+# throughput on loopback), then the filesystems side by side in a guest.
+bench: deps bench-server
 	tests/bench/run
+
+bench-server: server
+	@mkdir -p $(POHMEL_CACHE)
+	bash -o pipefail -c '{ $(MAKE) -s -C pohmeld bench-mem N=64 && \
+		$(MAKE) -s -C pohmeld bench-ops; } | tee $(POHMEL_CACHE)/bench-server.txt'
 
 demo: deps
 	tests/demo/run --suite $(DEMO_SUITE)
