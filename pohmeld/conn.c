@@ -508,14 +508,31 @@ err_count:
 	return err;
 }
 
+/* Wait up to secs for every connection thread to end; conns_mu held. */
+static bool conns_wait_locked(int secs)
+{
+	struct timespec dl;
+
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += secs;
+	while (nconns > 0 || nworkers > 0)
+		if (pthread_cond_timedwait(&conns_cv, &conns_mu, &dl) ==
+		    ETIMEDOUT)
+			return false;
+	return true;
+}
+
 /*
  * SIGTERM: stop reading from every client. A thread busy with a request
  * finishes it, sends the reply (the write side stays open), then sees
- * EOF and exits.
+ * EOF and exits. A thread still there after SHUTDOWN_GRACE seconds is
+ * blocked writing a reply to a client that does not read (its request
+ * has completed): its connection is cut so that its write fails, which
+ * loses only that reply.
  */
+#define SHUTDOWN_GRACE	5
 bool conns_shutdown(void)
 {
-	struct timespec dl;
 	struct conn *c;
 	bool done;
 
@@ -526,19 +543,16 @@ bool conns_shutdown(void)
 	pthread_mutex_lock(&conns_mu);
 	for (c = conns; c; c = c->next)
 		shutdown(c->fd, SHUT_RD);
-	pthread_mutex_unlock(&conns_mu);
-
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_sec += 30;
-	pthread_mutex_lock(&conns_mu);
-	while (nconns > 0 || nworkers > 0) {
-		if (pthread_cond_timedwait(&conns_cv, &conns_mu, &dl) ==
-		    ETIMEDOUT) {
+	done = conns_wait_locked(SHUTDOWN_GRACE);
+	if (!done) {
+		log_warn("%d connections not reading their replies after %d s: "
+			 "cutting them", nconns, SHUTDOWN_GRACE);
+		for (c = conns; c; c = c->next)
+			shutdown(c->fd, SHUT_RDWR);
+		done = conns_wait_locked(30);
+		if (!done)
 			log_warn("%d connections still busy at exit", nconns);
-			break;
-		}
 	}
-	done = nconns == 0 && nworkers == 0;
 	pthread_mutex_unlock(&conns_mu);
 	return done;
 }
