@@ -213,7 +213,7 @@ static int conn_connect(struct pohmel_conn *c, struct socket **sockp)
 	int err;
 
 	c->why = NULL;
-	err = sock_create_kern(&init_net, c->addr.ss_family, SOCK_STREAM,
+	err = sock_create_kern(c->net, c->addr.ss_family, SOCK_STREAM,
 			       IPPROTO_TCP, &sock);
 	if (err)
 		return err;

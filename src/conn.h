@@ -116,6 +116,7 @@ struct pohmel_conn {
 
 	struct sockaddr_storage addr;
 	int addrlen;
+	struct net *net;		/* mounter's netns, referenced; fixed */
 	bool soft;
 	unsigned long timeo;		/* soft: per-call limit, jiffies */
 

@@ -17,6 +17,7 @@
 #include <linux/slab.h>
 #include <linux/statfs.h>
 #include <linux/string.h>
+#include <net/net_namespace.h>
 
 #include "pohmel.h"
 
@@ -364,6 +365,8 @@ static void pohmel_free_sbi(struct pohmel_sb_info *sbi)
 	if (!sbi)
 		return;
 	kfree(sbi->opts.path);
+	if (sbi->conn.net)
+		put_net(sbi->conn.net);
 	memzero_explicit(sbi->opts.key, sizeof(sbi->opts.key));
 	memzero_explicit(sbi->conn.sess.key, sizeof(sbi->conn.sess.key));
 	kfree(sbi);
@@ -400,6 +403,9 @@ static int pohmel_init_fs_context(struct fs_context *fc)
 	if (!sbi)
 		return -ENOMEM;
 	pohmel_conn_init(&sbi->conn);
+	/* The mounter's network namespace, as NFS does: a mount made in a
+	 * container reaches the server through the container's network. */
+	sbi->conn.net = get_net(fc->net_ns);
 	spin_lock_init(&sbi->statfs_lock);
 	sbi->opts.port = POHMEL_DEFAULT_PORT;
 	sbi->opts.timeo = 60;
