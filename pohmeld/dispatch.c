@@ -100,7 +100,7 @@ static int run_one(struct conn *c, struct session *s, const struct msg *m,
 		.out = out + POHMEL_HDR_SIZE, .cap = cap - POHMEL_HDR_SIZE,
 		.in_batch = in_batch,
 	};
-	bool cached = false;
+	bool cached = false, redo = false;
 	uint32_t status;
 
 	stats.ops[m->hdr.op < POHMEL_OP_MAX ? m->hdr.op : 0]++;
@@ -129,6 +129,9 @@ static int run_one(struct conn *c, struct session *s, const struct msg *m,
 		case SEQ_OLD:
 			status = POHMEL_ERR_SEQ_OLD;
 			goto out;
+		case SEQ_INDOUBT:
+			redo = true;
+			break;
 		case SEQ_NEW:
 			break;
 		}
@@ -137,6 +140,17 @@ static int run_one(struct conn *c, struct session *s, const struct msg *m,
 	status = (uint32_t)d->fn(&r);
 	if (r.as_caller)
 		creds_leave();
+	r.as_caller = false;
+	if (redo && status) {
+		/* pohmeld died running it: did that run take effect? */
+		status = (uint32_t)op_redo_done(&r, (int)status);
+		if (r.as_caller)
+			creds_leave();
+		r.as_caller = false;
+		log_info("%s: seq %llu (op %u), in doubt after a restart, re-run: %s",
+			 c->peer, (unsigned long long)m->hdr.seq, m->hdr.op,
+			 status ? strerror((int)status) : "done");
+	}
 	if (status)
 		r.len = 0;
 	if (d->flags & F_SEQ && m->hdr.seq && r.s && !r.deferred)
