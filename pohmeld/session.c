@@ -218,11 +218,8 @@ static void rec_put(struct session *s, uint32_t type, const uint8_t *a,
 	}
 }
 
-/*
- * Drop handles and cached replies; locks go through lock.c. The file
- * goes too if the session ended (forget), not when pohmeld stops.
- */
-static void release(struct session *s, bool forget)
+/* Drop handles and cached replies; locks go through lock.c. */
+static void release(struct session *s)
 {
 	uint32_t i;
 
@@ -232,8 +229,6 @@ static void release(struct session *s, bool forget)
 		close(s->sfd);
 		s->sfd = -1;
 	}
-	if (forget)
-		sfile_remove(s->uuid, s->boot_gen);
 	for (i = 0; i < s->nhandles; i++)
 		if (s->handles[i].fd >= 0)
 			close(s->handles[i].fd);
@@ -257,9 +252,23 @@ static void destroy(struct session *s)
 	free(s);
 }
 
-/* Must hold sess_mu. Takes s off the list; returns true if now unused. */
-static bool unlist(struct session *s)
+/*
+ * Must hold sess_mu. Takes s off the list; returns true if now unused.
+ * forget: the session ended, its file goes now (under sess_mu, before a
+ * new session of the same name may create one; closing sfd under s->mu
+ * stops a rewrite from bringing it back). Stopping pohmeld keeps them.
+ */
+static bool unlist(struct session *s, bool forget)
 {
+	if (forget) {
+		pthread_mutex_lock(&s->mu);
+		if (s->sfd >= 0) {
+			close(s->sfd);
+			s->sfd = -1;
+		}
+		sfile_remove(s->uuid, s->boot_gen);
+		pthread_mutex_unlock(&s->mu);
+	}
 	struct session **pp;
 
 	for (pp = &sessions; *pp; pp = &(*pp)->next) {
@@ -284,21 +293,21 @@ static void reap(struct session **dead)
 		if (s->nconns == 0 &&
 		    now - s->idle_since >= srv.cfg.session_timeout) {
 			s->refs++;	/* keep it alive for release() */
-			unlist(s);
+			unlist(s, true);
 			s->next = *dead;
 			*dead = s;
 		}
 	}
 }
 
-static void release_dead(struct session *dead, bool forget)
+static void release_dead(struct session *dead)
 {
 	struct session *s, *next;
 
 	for (s = dead; s; s = next) {
 		next = s->next;
 		log_debug("session %llu ended", (unsigned long long)s->id);
-		release(s, forget);
+		release(s);
 		pthread_mutex_lock(&sess_mu);
 		if (--s->refs == 0) {
 			pthread_mutex_unlock(&sess_mu);
@@ -343,7 +352,7 @@ struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen)
 	if (s && s->boot_gen != boot_gen) {
 		/* The client rebooted: its old state is void. */
 		s->refs++;
-		unlist(s);
+		unlist(s, true);
 		s->next = dead;
 		dead = s;
 		s = NULL;
@@ -358,7 +367,7 @@ struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen)
 				old = x;
 		if (old) {
 			old->refs++;
-			unlist(old);
+			unlist(old, true);
 			old->next = dead;
 			dead = old;
 		}
@@ -377,7 +386,7 @@ struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen)
 		s->nconns++;
 	}
 	pthread_mutex_unlock(&sess_mu);
-	release_dead(dead, true);
+	release_dead(dead);
 	return s;
 }
 
@@ -421,10 +430,10 @@ void session_end(struct session *s)
 	pthread_mutex_lock(&sess_mu);
 	listed = s->listed;
 	if (listed)
-		unlist(s);	/* never the last ref: the caller's remains */
+		unlist(s, true);	/* never the last ref: the caller's remains */
 	pthread_mutex_unlock(&sess_mu);
 	if (listed)
-		release(s, true);
+		release(s);
 }
 
 void sessions_fini(void)
@@ -434,12 +443,12 @@ void sessions_fini(void)
 	pthread_mutex_lock(&sess_mu);
 	while ((s = sessions)) {
 		s->refs++;
-		unlist(s);
+		unlist(s, false);	/* stopping: the files stay */
 		s->next = dead;
 		dead = s;
 	}
 	pthread_mutex_unlock(&sess_mu);
-	release_dead(dead, false);	/* stopping: the files stay */
+	release_dead(dead);
 }
 
 /* ---- reply cache ---- */
