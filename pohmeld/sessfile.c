@@ -241,11 +241,13 @@ void sfile_scan(void (*fn)(const uint8_t uuid[16], uint64_t boot_gen,
 			buf = malloc((size_t)st.st_size + 1);
 		n = buf ? pread(fd, buf, (size_t)st.st_size, 0) : -1;
 		close(fd);
-		if (n >= 0)
+		if (n >= 0) {
 			fn(uuid, gen, buf, (size_t)n);
-		else
+		} else {
 			log_warn("session file %s: unreadable, dropped",
 				 de->d_name);
+			unlinkat(dir_fd, de->d_name, 0);
+		}
 		free(buf);
 	}
 	closedir(d);
