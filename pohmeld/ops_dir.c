@@ -351,7 +351,8 @@ out_old:
  * first run did take effect: answer it as done, with the reply the first
  * run would have sent. Checked: the name now holds an object of the kind
  * asked for (CREATE, MKDIR, MKNOD, SYMLINK), the very object (LINK), an
- * object under the new name (RENAME); UNLINK/RMDIR only have ENOENT.
+ * object under the new name (RENAME); UNLINK/RMDIR only have ENOENT,
+ * SETXATTR with XATTR_CREATE only EEXIST, REMOVEXATTR only ENODATA.
  * Another client doing the same in that instant is indistinguishable:
  * the price of a window (between the change and its reply record) that
  * no log outside the filesystem can close. Anything else: status as is.
@@ -392,6 +393,12 @@ int op_redo_done(struct req *r, int status)
 		if (status != ENOENT)
 			return status;
 		break;
+	case POHMEL_OP_SETXATTR:
+		/* XATTR_CREATE found the value the first run set: empty reply */
+		return status == EEXIST && m->flags & POHMEL_XATTR_CREATE ?
+		       0 : status;
+	case POHMEL_OP_REMOVEXATTR:
+		return status == ENODATA ? 0 : status;
 	default:
 		return status;
 	}

@@ -612,7 +612,8 @@ static void t_persist(void)
 		CHECK(fd >= 0 && close(fd) == 0, "(pq made as seq 24 would)");
 	}
 	CHECK(sfile_put(path, 1, 24) == 0 && sfile_put(path, 1, 25) == 0 &&
-	      sfile_put(path, 1, 26) == 0 && sfile_put(path, 2, 99) == 0,
+	      sfile_put(path, 1, 26) == 0 && sfile_put(path, 1, 40) == 0 &&
+	      sfile_put(path, 2, 99) == 0,
 	      "(in-doubt records appended to the session file)");
 	{
 		int fd = open(path, O_WRONLY);
@@ -640,6 +641,11 @@ static void t_persist(void)
 	      "not in doubt: EEXIST as always");
 	CHECK(unlink_seq(&c, 28, "pq") == 0 && unlink_seq(&c, 29, "pr") == 0,
 	      "cleanup");
+	c.seq = 39;
+	CHECK(pc_removexattr(&c, &root, "user.never") == 0,
+	      "in-doubt REMOVEXATTR (seq 40) of a missing name: done");
+	CHECK(pc_removexattr(&c, &root, "user.never") == ENODATA,
+	      "not in doubt (seq 41): ENODATA");
 	pc_bye(&c);
 	pc_disconnect(&c);
 	CHECK(stat(path, &st) == -1 && errno == ENOENT,
