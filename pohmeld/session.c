@@ -158,7 +158,7 @@ static int rewrite(struct session *s)
 
 	fd = sfile_start_rewrite(s->uuid, s->boot_gen);
 	if (fd < 0)
-		return errno;
+		return errno ? errno : EIO;
 	for (i = 0; i < POHMEL_REPLY_CACHE && !err; i++) {
 		const struct cache_ent *e = &s->cache[i];
 
@@ -198,17 +198,24 @@ static int rewrite(struct session *s)
  * Append one record before the reply that relies on it goes out. Must
  * hold s->mu. If the file cannot be written it is removed: a file with
  * a hole would answer a replay wrongly, no file only re-executes it.
+ * A failed rewrite leaves the old file, complete: it grows on.
  */
 static void rec_put(struct session *s, uint32_t type, const uint8_t *a,
 		    uint32_t alen, const uint8_t *b, uint32_t blen)
 {
-	int err;
+	int err, rerr;
 
 	if (s->sfd < 0)
 		return;
 	err = sfile_append(s->sfd, type, a, alen, b, blen);
-	if (!err && ++s->nrecs >= REWRITE_RECS)
-		err = rewrite(s);
+	if (!err && ++s->nrecs >= REWRITE_RECS) {
+		rerr = rewrite(s);
+		if (rerr) {
+			log_warn("session %llu: cannot rewrite its state file: %s",
+				 (unsigned long long)s->id, strerror(rerr));
+			s->nrecs = 0;	/* try again later */
+		}
+	}
 	if (err) {
 		log_warn("session %llu: state file: %s: not kept across a restart",
 			 (unsigned long long)s->id, strerror(err));
@@ -753,6 +760,8 @@ static void restore_rec(struct session *s, uint32_t type, const uint8_t *b,
 		if (!seq || (type == SR_REPLY ? n < 16 : n != 8))
 			return;
 		e = &s->cache[seq % POHMEL_REPLY_CACHE];
+		if (e->seq > seq)
+			return;	/* never written in this order; ignore */
 		if (type == SR_ABORT) {
 			if (e->seq == seq)
 				e->seq = 0;

@@ -652,6 +652,47 @@ static void t_persist(void)
 	      "BYE removes the session file");
 }
 
+/*
+ * More records than a session file keeps before it is rewritten from
+ * the live state (4 x the cache window): what the rewrite kept must
+ * come back after SIGKILL — the window's replies and the handle.
+ */
+static void t_persist_rewrite(void)
+{
+	static const uint8_t uuid[16] = "rewrite-session";
+	struct wattr f;
+	struct pc c;
+	char buf[8];
+	uint32_t got;
+	uint64_t h, seq;
+	bool ok = true;
+
+	CHECK(sess_open(&c, uuid, 9) == 0 &&
+	      pc_mkobj(&c, POHMEL_OP_CREATE, &root, "rw", 0644, 0, 0, NULL,
+		       &f, NULL) == 0 &&
+	      pc_open(&c, &f.oid, POHMEL_OPEN_WRITE | POHMEL_OPEN_READ, &h,
+		      NULL) == 0, "session R, OPEN rw");
+	for (seq = 100; seq < 100 + 2200 && ok; seq++) {
+		snprintf(buf, sizeof(buf), "%04u", (unsigned int)seq);
+		ok = write_seq(&c, seq, &f.oid, h, 0, buf) == 0;
+	}
+	CHECK(ok, "2200 WRITEs (4400 records: the file was rewritten)");
+	CHECK(kill_server(&sp) == 0 &&
+	      start_server("sess5", conf_text, &sp) == 0, "SIGKILL, start");
+	pc_disconnect(&c);
+	CHECK(sess_open(&c, uuid, 9) == 0, "R reconnects");
+	CHECK(write_seq(&c, 2299, &f.oid, h, 0, "XXXX") == 0 &&
+	      write_seq(&c, 1500, &f.oid, h, 0, "YYYY") == 0 &&
+	      pc_read(&c, &f.oid, h, 0, buf, 4, &got) == 0 && got == 4 &&
+	      !memcmp(buf, "2299", 4),
+	      "replays inside the window are cached, the handle works");
+	CHECK(write_seq(&c, 1000, &f.oid, h, 0, "ZZZZ") == POHMEL_ERR_SEQ_OLD,
+	      "below the window: POHMEL_ERR_SEQ_OLD");
+	CHECK(unlink_seq(&c, 2300, "rw") == 0, "cleanup");
+	pc_bye(&c);
+	pc_disconnect(&c);
+}
+
 static void t_cli(void)
 {
 	char cmd[1024], out[600], buf[512] = "";
@@ -731,6 +772,7 @@ int main(int argc, char **argv)
 	t_abuse();
 	t_restart();
 	t_persist();
+	t_persist_rewrite();
 	t_cli();
 	{
 		/* SIGTERM while a LOCK waits: it is answered EINTR, the
