@@ -176,8 +176,8 @@ void sessions_load(void);
 
 enum seq_state { SEQ_NEW, SEQ_INDOUBT, SEQ_CACHED, SEQ_OLD };
 enum seq_state session_seq_begin(struct session *s, uint64_t seq,
-				 uint32_t *status, uint8_t *payload,
-				 uint32_t *plen, uint32_t cap);
+				 bool intent, uint32_t *status,
+				 uint8_t *payload, uint32_t *plen, uint32_t cap);
 void session_seq_end(struct session *s, uint64_t seq, uint32_t status,
 		     const uint8_t *payload, uint32_t plen);
 void session_seq_abort(struct session *s, uint64_t seq);

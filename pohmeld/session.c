@@ -461,14 +461,17 @@ void sessions_fini(void)
 /* ---- reply cache ---- */
 
 /*
- * SEQ_NEW: run it (a BEGIN record says so first); SEQ_INDOUBT: run it,
- * but a run of pohmeld before this one died while running it, so it may
- * have taken effect already; SEQ_CACHED: the reply is in *status,
- * payload; SEQ_OLD: below the window.
+ * SEQ_NEW: run it; SEQ_INDOUBT: run it, but a run of pohmeld before
+ * this one died while running it, so it may have taken effect already;
+ * SEQ_CACHED: the reply is in *status, payload; SEQ_OLD: below the
+ * window. intent: write a BEGIN record first, for requests whose re-run
+ * can tell that it was done (dispatch.c F_REDO); for the others (WRITE,
+ * SETATTR, LOCK) a re-run after a crash is what SEQ_NEW does anyway, so
+ * they cost one record, not two.
  */
 enum seq_state session_seq_begin(struct session *s, uint64_t seq,
-				 uint32_t *status, uint8_t *payload,
-				 uint32_t *plen, uint32_t cap)
+				 bool intent, uint32_t *status,
+				 uint8_t *payload, uint32_t *plen, uint32_t cap)
 {
 	struct cache_ent *e = &s->cache[seq % POHMEL_REPLY_CACHE];
 	enum seq_state ret;
@@ -508,7 +511,8 @@ enum seq_state session_seq_begin(struct session *s, uint64_t seq,
 		e->busy = true;
 		if (seq > s->max_seq)
 			s->max_seq = seq;
-		rec_put(s, SR_BEGIN, b, enc_seq(b, seq), NULL, 0);
+		if (intent)
+			rec_put(s, SR_BEGIN, b, enc_seq(b, seq), NULL, 0);
 		break;
 	}
 	pthread_mutex_unlock(&s->mu);
