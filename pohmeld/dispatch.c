@@ -16,6 +16,7 @@
 
 #define F_MOD	0x1	/* changes the export: EROFS on a read-only one */
 #define F_SEQ	0x2	/* non-idempotent: executed once per seq */
+#define F_REDO	0x4	/* a re-run can tell it was done (op_redo_done) */
 
 struct op_desc {
 	int (*fn)(struct req *r);
@@ -42,15 +43,15 @@ static const struct op_desc ops[POHMEL_OP_MAX] = {
 	[POHMEL_OP_GETATTR]	= { op_getattr, 0 },
 	[POHMEL_OP_SETATTR]	= { op_setattr, F_MOD | F_SEQ },
 	[POHMEL_OP_READDIR]	= { op_readdir, 0 },
-	[POHMEL_OP_CREATE]	= { op_create, F_MOD | F_SEQ },
-	[POHMEL_OP_MKDIR]	= { op_create, F_MOD | F_SEQ },
-	[POHMEL_OP_MKNOD]	= { op_create, F_MOD | F_SEQ },
-	[POHMEL_OP_SYMLINK]	= { op_create, F_MOD | F_SEQ },
+	[POHMEL_OP_CREATE]	= { op_create, F_MOD | F_SEQ | F_REDO },
+	[POHMEL_OP_MKDIR]	= { op_create, F_MOD | F_SEQ | F_REDO },
+	[POHMEL_OP_MKNOD]	= { op_create, F_MOD | F_SEQ | F_REDO },
+	[POHMEL_OP_SYMLINK]	= { op_create, F_MOD | F_SEQ | F_REDO },
 	[POHMEL_OP_READLINK]	= { op_readlink, 0 },
-	[POHMEL_OP_LINK]	= { op_link, F_MOD | F_SEQ },
-	[POHMEL_OP_UNLINK]	= { op_remove, F_MOD | F_SEQ },
-	[POHMEL_OP_RMDIR]	= { op_remove, F_MOD | F_SEQ },
-	[POHMEL_OP_RENAME]	= { op_rename, F_MOD | F_SEQ },
+	[POHMEL_OP_LINK]	= { op_link, F_MOD | F_SEQ | F_REDO },
+	[POHMEL_OP_UNLINK]	= { op_remove, F_MOD | F_SEQ | F_REDO },
+	[POHMEL_OP_RMDIR]	= { op_remove, F_MOD | F_SEQ | F_REDO },
+	[POHMEL_OP_RENAME]	= { op_rename, F_MOD | F_SEQ | F_REDO },
 	[POHMEL_OP_OPEN]	= { op_open, 0 },
 	[POHMEL_OP_CLOSE]	= { op_close, 0 },
 	[POHMEL_OP_READ]	= { op_read, 0 },
@@ -58,9 +59,9 @@ static const struct op_desc ops[POHMEL_OP_MAX] = {
 	[POHMEL_OP_FSYNC]	= { op_fsync, 0 },
 	[POHMEL_OP_STATFS]	= { op_statfs, 0 },
 	[POHMEL_OP_GETXATTR]	= { op_xattr, 0 },
-	[POHMEL_OP_SETXATTR]	= { op_xattr, F_MOD | F_SEQ },
+	[POHMEL_OP_SETXATTR]	= { op_xattr, F_MOD | F_SEQ | F_REDO },
 	[POHMEL_OP_LISTXATTR]	= { op_xattr, 0 },
-	[POHMEL_OP_REMOVEXATTR]	= { op_xattr, F_MOD | F_SEQ },
+	[POHMEL_OP_REMOVEXATTR]	= { op_xattr, F_MOD | F_SEQ | F_REDO },
 	[POHMEL_OP_LOCK]	= { op_lock, F_SEQ },
 	[POHMEL_OP_BYE]		= { op_bye, 0 },
 	[POHMEL_OP_STATS]	= { op_stats, 0 },
@@ -100,7 +101,7 @@ static int run_one(struct conn *c, struct session *s, const struct msg *m,
 		.out = out + POHMEL_HDR_SIZE, .cap = cap - POHMEL_HDR_SIZE,
 		.in_batch = in_batch,
 	};
-	bool cached = false;
+	bool cached = false, redo = false;
 	uint32_t status;
 
 	stats.ops[m->hdr.op < POHMEL_OP_MAX ? m->hdr.op : 0]++;
@@ -120,8 +121,8 @@ static int run_one(struct conn *c, struct session *s, const struct msg *m,
 	if (grants_begin(&r, may_wait || in_batch) == GRANTS_DEFER)
 		return DISPATCH_DEFER;
 	if (d->flags & F_SEQ && m->hdr.seq && r.s) {
-		switch (session_seq_begin(r.s, m->hdr.seq, &status, r.out,
-					  &r.len, r.cap)) {
+		switch (session_seq_begin(r.s, m->hdr.seq, d->flags & F_REDO,
+					  &status, r.out, &r.len, r.cap)) {
 		case SEQ_CACHED:
 			stats.replays++;
 			cached = true;
@@ -129,6 +130,9 @@ static int run_one(struct conn *c, struct session *s, const struct msg *m,
 		case SEQ_OLD:
 			status = POHMEL_ERR_SEQ_OLD;
 			goto out;
+		case SEQ_INDOUBT:
+			redo = true;
+			break;
 		case SEQ_NEW:
 			break;
 		}
@@ -137,6 +141,17 @@ static int run_one(struct conn *c, struct session *s, const struct msg *m,
 	status = (uint32_t)d->fn(&r);
 	if (r.as_caller)
 		creds_leave();
+	r.as_caller = false;
+	if (redo && status) {
+		/* pohmeld died running it: did that run take effect? */
+		status = (uint32_t)op_redo_done(&r, (int)status);
+		if (r.as_caller)
+			creds_leave();
+		r.as_caller = false;
+		log_info("%s: seq %llu (op %u), in doubt after a restart, re-run: %s",
+			 c->peer, (unsigned long long)m->hdr.seq, m->hdr.op,
+			 status ? strerror((int)status) : "done");
+	}
 	if (status)
 		r.len = 0;
 	if (d->flags & F_SEQ && m->hdr.seq && r.s && !r.deferred)

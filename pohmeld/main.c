@@ -188,7 +188,7 @@ static void raise_nofile(void)
 int main(int argc, char **argv)
 {
 	struct pollfd pfd[MAX_LISTEN + 1];
-	int lfds[MAX_LISTEN], nl, i, sfd;
+	int lfds[MAX_LISTEN], nl, i, sfd, err;
 	struct timespec now;
 	bool check = false;
 	sigset_t mask;
@@ -222,6 +222,13 @@ int main(int argc, char **argv)
 
 	if (oid_init(srv.rootfd, srv.cfg.state_dir))
 		goto err_sfd;
+	/* Sessions of clients from before a restart, before any client. */
+	err = sfile_init(srv.cfg.state_dir);
+	if (err)
+		log_warn("%s/sessions: %s: sessions are not kept across a restart",
+			 srv.cfg.state_dir, strerror(err));
+	else
+		sessions_load();
 	grants_init();
 	notify_init(srv.cfg.state_dir);
 	nl = listen_fds(lfds, MAX_LISTEN);
@@ -279,6 +286,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	sessions_fini();
+	sfile_fini();
 	oid_fini();
 	close(sfd);
 	close(srv.rootfd);
@@ -286,6 +294,8 @@ int main(int argc, char **argv)
 	return 0;
 
 err_oid:
+	sessions_fini();
+	sfile_fini();
 	oid_fini();
 err_sfd:
 	close(sfd);

@@ -344,3 +344,92 @@ out_old:
 	close(olddir);
 	return err;
 }
+
+/*
+ * A request in doubt (session.c: pohmeld died while running it, so it
+ * may have taken effect) ran again and failed the way it fails when the
+ * first run did take effect: answer it as done, with the reply the first
+ * run would have sent. Checked: the name now holds an object of the kind
+ * asked for (CREATE, MKDIR, MKNOD, SYMLINK), the very object (LINK), an
+ * object under the new name (RENAME); UNLINK/RMDIR only have ENOENT,
+ * SETXATTR with XATTR_CREATE only EEXIST, REMOVEXATTR only ENODATA.
+ * Another client doing the same in that instant is indistinguishable:
+ * the price of a window (between the change and its reply record) that
+ * no log outside the filesystem can close. Anything else: status as is.
+ */
+int op_redo_done(struct req *r, int status)
+{
+	const struct msg *m = r->m;
+	const struct woid *dir = &m->oid;
+	const char *name = m->name;
+	mode_t want = 0;
+	struct stat st;
+	int dirfd, fd, err;
+
+	switch (m->hdr.op) {
+	case POHMEL_OP_CREATE:
+		want = S_IFREG;
+		break;
+	case POHMEL_OP_MKDIR:
+		want = S_IFDIR;
+		break;
+	case POHMEL_OP_MKNOD:
+		want = m->mode & S_IFMT;
+		break;
+	case POHMEL_OP_SYMLINK:
+		want = S_IFLNK;
+		break;
+	case POHMEL_OP_LINK:
+		dir = &m->oid2;
+		break;
+	case POHMEL_OP_RENAME:
+		if (status != ENOENT || m->flags & POHMEL_RENAME_EXCHANGE)
+			return status;
+		dir = &m->oid2;
+		name = m->name2;
+		break;
+	case POHMEL_OP_UNLINK:
+	case POHMEL_OP_RMDIR:
+		if (status != ENOENT)
+			return status;
+		break;
+	case POHMEL_OP_SETXATTR:
+		/* XATTR_CREATE found the value the first run set: empty reply */
+		return status == EEXIST && m->flags & POHMEL_XATTR_CREATE ?
+		       0 : status;
+	case POHMEL_OP_REMOVEXATTR:
+		return status == ENODATA ? 0 : status;
+	default:
+		return status;
+	}
+	if (status != EEXIST && m->hdr.op != POHMEL_OP_RENAME &&
+	    m->hdr.op != POHMEL_OP_UNLINK && m->hdr.op != POHMEL_OP_RMDIR)
+		return status;
+	r->len = 0;
+	if (dir_enter(r, dir, &dirfd))
+		return status;
+	if (m->hdr.op == POHMEL_OP_UNLINK || m->hdr.op == POHMEL_OP_RMDIR) {
+		err = attr_put_known(r, dirfd, dir);
+		goto out;
+	}
+	err = child_open(dirfd, name, &fd);
+	if (!err) {
+		if (fstat(fd, &st))
+			err = errno;
+		else if (want && (st.st_mode & S_IFMT) != want)
+			err = EEXIST;
+		else if (m->hdr.op == POHMEL_OP_LINK &&
+			 oid_id_of_ino(st.st_ino) != m->oid.id)
+			err = EEXIST;
+		close(fd);
+	}
+	if (!err)
+		err = entry_reply(r, dirfd, name, dir);
+out:
+	close(dirfd);
+	if (err) {
+		r->len = 0;
+		return status;
+	}
+	return 0;
+}

@@ -146,6 +146,21 @@ size_t oid_count(void);
 uint64_t oid_gen_of(uint64_t id);
 uint64_t oid_id_of_ino(uint64_t ino);
 
+/* ---- sessfile.c: session state files under STATEDIR/sessions ---- */
+int sfile_init(const char *state_dir);
+void sfile_fini(void);
+bool sfile_enabled(void);
+int sfile_open(const uint8_t uuid[16], uint64_t boot_gen);
+void sfile_remove(const uint8_t uuid[16], uint64_t boot_gen);
+int sfile_append(int fd, uint32_t type, const void *a, uint32_t alen,
+		 const void *b, uint32_t blen);
+int sfile_start_rewrite(const uint8_t uuid[16], uint64_t boot_gen);
+int sfile_commit(const uint8_t uuid[16], uint64_t boot_gen);
+bool sfile_next(const uint8_t **p, size_t *left, uint32_t *type,
+		const uint8_t **body, uint32_t *blen);
+void sfile_scan(void (*fn)(const uint8_t uuid[16], uint64_t boot_gen,
+			   const uint8_t *data, size_t len));
+
 /* ---- session.c: sessions, reply cache, open handles ---- */
 struct session;
 struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen);
@@ -157,10 +172,12 @@ void session_unref(struct session *s);
 int sessions_count(void);
 void sessions_fini(void);
 
-enum seq_state { SEQ_NEW, SEQ_CACHED, SEQ_OLD };
+void sessions_load(void);
+
+enum seq_state { SEQ_NEW, SEQ_INDOUBT, SEQ_CACHED, SEQ_OLD };
 enum seq_state session_seq_begin(struct session *s, uint64_t seq,
-				 uint32_t *status, uint8_t *payload,
-				 uint32_t *plen, uint32_t cap);
+				 bool intent, uint32_t *status,
+				 uint8_t *payload, uint32_t *plen, uint32_t cap);
 void session_seq_end(struct session *s, uint64_t seq, uint32_t status,
 		     const uint8_t *payload, uint32_t plen);
 void session_seq_abort(struct session *s, uint64_t seq);
@@ -294,6 +311,7 @@ int op_readlink(struct req *r);
 int op_link(struct req *r);
 int op_remove(struct req *r);	/* UNLINK, RMDIR */
 int op_rename(struct req *r);
+int op_redo_done(struct req *r, int status);
 int op_open(struct req *r);
 int op_close(struct req *r);
 int op_read(struct req *r);

@@ -8,10 +8,26 @@
  * same uuid comes back with another boot_gen (the client rebooted), or
  * when no connection has used it for session-timeout seconds.
  *
+ * Sessions also outlive pohmeld itself (sessfile.c): every change of the
+ * reply cache and of the open handles is appended to the session's file
+ * before the reply that depends on it is sent, and at start pohmeld
+ * loads the files back, as in NFSv4.1's persistent sessions. So after a
+ * crash, SIGKILL or clean stop, a client that replays finds:
+ * - replies to what was executed: answered from the cache, not re-run;
+ * - a request that was running when pohmeld died ("in doubt": its BEGIN
+ *   record has no REPLY): run again, and where the re-run can only fail
+ *   because the first run succeeded (EEXIST of a create, ENOENT of an
+ *   unlink, rename or rmdir), answered as done (dispatch.c);
+ * - its open handles: kept by number and reopened by object id on first
+ *   use (as root, with the access the OPEN was granted). An object that
+ *   was unlinked while open is gone with the old process: ESTALE.
+ * Locks are not persisted: they end with the process (see README.md).
+ *
  * Memory per session is bounded: the reply cache keeps at most
  * POHMEL_REPLY_CACHE replies, each the reply to a non-idempotent request
  * (at most an entry reply, 240 bytes, plus the cache slot), so about
- * 300 KiB; open handles are limited to MAX_HANDLES.
+ * 300 KiB; open handles are limited to MAX_HANDLES. The file is
+ * rewritten from that state every REWRITE_RECS records.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,17 +38,29 @@
 
 #define MAX_HANDLES	4096
 #define MAX_SESSIONS	1024	/* x ~300 KiB worst case each */
+#define REWRITE_RECS	(4 * POHMEL_REPLY_CACHE)
+
+/* Records of a session file (sessfile.c frames them). */
+enum {
+	SR_BEGIN = 1,	/* seq: executing; in doubt if no REPLY follows */
+	SR_REPLY,	/* seq, status, payload: executed, this was the reply */
+	SR_ABORT,	/* seq: not executed after all */
+	SR_OPEN,	/* slot, gen, flags, oid: a handle */
+	SR_CLOSE,	/* slot, gen: closed */
+};
 
 struct cache_ent {
 	uint64_t seq;		/* 0: empty */
 	bool busy;		/* being executed; waiters sleep on cv */
+	bool indoubt;		/* loaded: was executing when pohmeld died */
 	uint32_t status;
 	uint32_t plen;
 	uint8_t *payload;
 };
 
 struct handle_ent {
-	int fd;			/* -1: free slot */
+	int fd;			/* -1: free slot, or restored */
+	bool restored;		/* loaded from the file, not reopened yet */
 	uint32_t gen;
 	unsigned int flags;
 	struct woid oid;
@@ -54,6 +82,8 @@ struct session {
 	/* Under mu: */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;	/* a busy cache entry finished */
+	int sfd;		/* session file (appends), -1: none */
+	uint32_t nrecs;		/* records appended since the last rewrite */
 	uint64_t max_seq;
 	struct cache_ent cache[POHMEL_REPLY_CACHE];
 	struct handle_ent *handles;
@@ -81,6 +111,120 @@ int sessions_count(void)
 	return n;
 }
 
+/* ---- the session file (framing in sessfile.c) ---- */
+
+static uint32_t enc_seq(uint8_t *b, uint64_t seq)
+{
+	put64(b, seq);
+	return 8;
+}
+
+static uint32_t enc_reply(uint8_t *b, const struct cache_ent *e)
+{
+	put64(b, e->seq);
+	put32(b + 8, e->status);
+	put32(b + 12, 0);
+	return 16;
+}
+
+static uint32_t enc_open(uint8_t *b, uint32_t slot, const struct handle_ent *h)
+{
+	put32(b, slot);
+	put32(b + 4, h->gen);
+	put32(b + 8, h->flags);
+	put32(b + 12, 0);
+	put64(b + 16, h->oid.id);
+	put64(b + 24, h->oid.gen);
+	return 32;
+}
+
+static uint32_t enc_close(uint8_t *b, uint32_t slot, uint32_t gen)
+{
+	put32(b, slot);
+	put32(b + 4, gen);
+	return 8;
+}
+
+/*
+ * Write the live state (cache window, handles) to a fresh file and make
+ * it the session's file. Must hold s->mu. Running entries are written as
+ * BEGIN: their REPLY follows in the new file.
+ */
+static int rewrite(struct session *s)
+{
+	uint8_t b[32];
+	uint32_t i;
+	int fd, err = 0;
+
+	fd = sfile_start_rewrite(s->uuid, s->boot_gen);
+	if (fd < 0)
+		return errno ? errno : EIO;
+	for (i = 0; i < POHMEL_REPLY_CACHE && !err; i++) {
+		const struct cache_ent *e = &s->cache[i];
+
+		if (!e->seq)
+			continue;
+		if (e->busy || e->indoubt)
+			err = sfile_append(fd, SR_BEGIN, b, enc_seq(b, e->seq),
+					   NULL, 0);
+		else
+			err = sfile_append(fd, SR_REPLY, b, enc_reply(b, e),
+					   e->payload, e->plen);
+	}
+	for (i = 0; i < s->nhandles && !err; i++) {
+		const struct handle_ent *h = &s->handles[i];
+
+		if (h->fd >= 0 || h->restored)
+			err = sfile_append(fd, SR_OPEN, b, enc_open(b, i, h),
+					   NULL, 0);
+	}
+	/* A machine crash must not leave an empty file behind a rename. */
+	if (!err && fdatasync(fd))
+		err = errno;
+	if (!err)
+		err = sfile_commit(s->uuid, s->boot_gen);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	if (s->sfd >= 0)
+		close(s->sfd);
+	s->sfd = fd;
+	s->nrecs = 0;
+	return 0;
+}
+
+/*
+ * Append one record before the reply that relies on it goes out. Must
+ * hold s->mu. If the file cannot be written it is removed: a file with
+ * a hole would answer a replay wrongly, no file only re-executes it.
+ * A failed rewrite leaves the old file, complete: it grows on.
+ */
+static void rec_put(struct session *s, uint32_t type, const uint8_t *a,
+		    uint32_t alen, const uint8_t *b, uint32_t blen)
+{
+	int err, rerr;
+
+	if (s->sfd < 0)
+		return;
+	err = sfile_append(s->sfd, type, a, alen, b, blen);
+	if (!err && ++s->nrecs >= REWRITE_RECS) {
+		rerr = rewrite(s);
+		if (rerr) {
+			log_warn("session %llu: cannot rewrite its state file: %s",
+				 (unsigned long long)s->id, strerror(rerr));
+			s->nrecs = 0;	/* try again later */
+		}
+	}
+	if (err) {
+		log_warn("session %llu: state file: %s: not kept across a restart",
+			 (unsigned long long)s->id, strerror(err));
+		close(s->sfd);
+		s->sfd = -1;
+		sfile_remove(s->uuid, s->boot_gen);
+	}
+}
+
 /* Drop handles and cached replies; locks go through lock.c. */
 static void release(struct session *s)
 {
@@ -88,6 +232,10 @@ static void release(struct session *s)
 
 	lock_session_end(s->id);
 	pthread_mutex_lock(&s->mu);
+	if (s->sfd >= 0) {
+		close(s->sfd);
+		s->sfd = -1;
+	}
 	for (i = 0; i < s->nhandles; i++)
 		if (s->handles[i].fd >= 0)
 			close(s->handles[i].fd);
@@ -111,9 +259,23 @@ static void destroy(struct session *s)
 	free(s);
 }
 
-/* Must hold sess_mu. Takes s off the list; returns true if now unused. */
-static bool unlist(struct session *s)
+/*
+ * Must hold sess_mu. Takes s off the list; returns true if now unused.
+ * forget: the session ended, its file goes now (under sess_mu, before a
+ * new session of the same name may create one; closing sfd under s->mu
+ * stops a rewrite from bringing it back). Stopping pohmeld keeps them.
+ */
+static bool unlist(struct session *s, bool forget)
 {
+	if (forget) {
+		pthread_mutex_lock(&s->mu);
+		if (s->sfd >= 0) {
+			close(s->sfd);
+			s->sfd = -1;
+		}
+		sfile_remove(s->uuid, s->boot_gen);
+		pthread_mutex_unlock(&s->mu);
+	}
 	struct session **pp;
 
 	for (pp = &sessions; *pp; pp = &(*pp)->next) {
@@ -138,7 +300,7 @@ static void reap(struct session **dead)
 		if (s->nconns == 0 &&
 		    now - s->idle_since >= srv.cfg.session_timeout) {
 			s->refs++;	/* keep it alive for release() */
-			unlist(s);
+			unlist(s, true);
 			s->next = *dead;
 			*dead = s;
 		}
@@ -163,6 +325,28 @@ static void release_dead(struct session *dead)
 	}
 }
 
+/* Must hold sess_mu. A new, listed session with the list's reference. */
+static struct session *session_new(const uint8_t uuid[16], uint64_t boot_gen)
+{
+	struct session *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	memcpy(s->uuid, uuid, 16);
+	s->boot_gen = boot_gen;
+	s->id = next_id++;
+	s->sfd = -1;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	s->refs = 1;
+	s->listed = true;
+	s->idle_since = time(NULL);
+	s->next = sessions;
+	sessions = s;
+	nsessions++;
+	return s;
+}
+
 struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen)
 {
 	struct session *s, *dead = NULL;
@@ -175,7 +359,7 @@ struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen)
 	if (s && s->boot_gen != boot_gen) {
 		/* The client rebooted: its old state is void. */
 		s->refs++;
-		unlist(s);
+		unlist(s, true);
 		s->next = dead;
 		dead = s;
 		s = NULL;
@@ -190,24 +374,18 @@ struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen)
 				old = x;
 		if (old) {
 			old->refs++;
-			unlist(old);
+			unlist(old, true);
 			old->next = dead;
 			dead = old;
 		}
 	}
 	if (!s && nsessions < MAX_SESSIONS) {
-		s = calloc(1, sizeof(*s));
+		s = session_new(uuid, boot_gen);
 		if (s) {
-			memcpy(s->uuid, uuid, 16);
-			s->boot_gen = boot_gen;
-			s->id = next_id++;
-			pthread_mutex_init(&s->mu, NULL);
-			pthread_cond_init(&s->cv, NULL);
-			s->refs = 1;
-			s->listed = true;
-			s->next = sessions;
-			sessions = s;
-			nsessions++;
+			/* a file left by an earlier session of that name
+			 * would mix in; start it empty */
+			sfile_remove(uuid, boot_gen);
+			s->sfd = sfile_open(uuid, boot_gen);
 		}
 	}
 	if (s) {
@@ -259,7 +437,7 @@ void session_end(struct session *s)
 	pthread_mutex_lock(&sess_mu);
 	listed = s->listed;
 	if (listed)
-		unlist(s);	/* never the last ref: the caller's remains */
+		unlist(s, true);	/* never the last ref: the caller's remains */
 	pthread_mutex_unlock(&sess_mu);
 	if (listed)
 		release(s);
@@ -272,7 +450,7 @@ void sessions_fini(void)
 	pthread_mutex_lock(&sess_mu);
 	while ((s = sessions)) {
 		s->refs++;
-		unlist(s);
+		unlist(s, false);	/* stopping: the files stay */
 		s->next = dead;
 		dead = s;
 	}
@@ -282,12 +460,22 @@ void sessions_fini(void)
 
 /* ---- reply cache ---- */
 
+/*
+ * SEQ_NEW: run it; SEQ_INDOUBT: run it, but a run of pohmeld before
+ * this one died while running it, so it may have taken effect already;
+ * SEQ_CACHED: the reply is in *status, payload; SEQ_OLD: below the
+ * window. intent: write a BEGIN record first, for requests whose re-run
+ * can tell that it was done (dispatch.c F_REDO); for the others (WRITE,
+ * SETATTR, LOCK) a re-run after a crash is what SEQ_NEW does anyway, so
+ * they cost one record, not two.
+ */
 enum seq_state session_seq_begin(struct session *s, uint64_t seq,
-				 uint32_t *status, uint8_t *payload,
-				 uint32_t *plen, uint32_t cap)
+				 bool intent, uint32_t *status,
+				 uint8_t *payload, uint32_t *plen, uint32_t cap)
 {
 	struct cache_ent *e = &s->cache[seq % POHMEL_REPLY_CACHE];
 	enum seq_state ret;
+	uint8_t b[8];
 
 	pthread_mutex_lock(&s->mu);
 	for (;;) {
@@ -306,7 +494,7 @@ enum seq_state session_seq_begin(struct session *s, uint64_t seq,
 			pthread_cond_wait(&s->cv, &s->mu);
 			continue;
 		}
-		if (e->seq == seq) {
+		if (e->seq == seq && !e->indoubt) {
 			*status = e->status;
 			*plen = MIN(e->plen, cap);
 			if (*plen)
@@ -314,14 +502,17 @@ enum seq_state session_seq_begin(struct session *s, uint64_t seq,
 			ret = SEQ_CACHED;
 			break;
 		}
+		ret = e->seq == seq ? SEQ_INDOUBT : SEQ_NEW;
 		free(e->payload);
 		e->payload = NULL;
 		e->plen = 0;
 		e->seq = seq;
+		e->indoubt = false;
 		e->busy = true;
 		if (seq > s->max_seq)
 			s->max_seq = seq;
-		ret = SEQ_NEW;
+		if (intent)
+			rec_put(s, SR_BEGIN, b, enc_seq(b, seq), NULL, 0);
 		break;
 	}
 	pthread_mutex_unlock(&s->mu);
@@ -332,6 +523,7 @@ void session_seq_end(struct session *s, uint64_t seq, uint32_t status,
 		     const uint8_t *payload, uint32_t plen)
 {
 	struct cache_ent *e = &s->cache[seq % POHMEL_REPLY_CACHE];
+	uint8_t b[16];
 
 	pthread_mutex_lock(&s->mu);
 	if (e->seq == seq && e->busy) {
@@ -340,9 +532,14 @@ void session_seq_end(struct session *s, uint64_t seq, uint32_t status,
 		if (e->payload)
 			memcpy(e->payload, payload, plen);
 		e->plen = e->payload ? plen : 0;
-		if (plen && !e->payload)
-			e->seq = 0;	/* no memory: forget, don't lie */
 		e->busy = false;
+		if (plen && !e->payload) {
+			/* no memory: forget, don't lie (in doubt on disk) */
+			e->seq = 0;
+		} else {
+			rec_put(s, SR_REPLY, b, enc_reply(b, e), e->payload,
+				e->plen);
+		}
 		pthread_cond_broadcast(&s->cv);
 	}
 	pthread_mutex_unlock(&s->mu);
@@ -352,11 +549,13 @@ void session_seq_end(struct session *s, uint64_t seq, uint32_t status,
 void session_seq_abort(struct session *s, uint64_t seq)
 {
 	struct cache_ent *e = &s->cache[seq % POHMEL_REPLY_CACHE];
+	uint8_t b[8];
 
 	pthread_mutex_lock(&s->mu);
 	if (e->seq == seq && e->busy) {
 		e->seq = 0;
 		e->busy = false;
+		rec_put(s, SR_ABORT, b, enc_seq(b, seq), NULL, 0);
 		pthread_cond_broadcast(&s->cv);
 	}
 	pthread_mutex_unlock(&s->mu);
@@ -364,32 +563,48 @@ void session_seq_abort(struct session *s, uint64_t seq)
 
 /* ---- open handles ---- */
 
+/* Must hold s->mu. Room for at least n slots. */
+static int handles_grow(struct session *s, uint32_t n)
+{
+	struct handle_ent *h;
+	uint32_t want = s->nhandles ? s->nhandles : 16, j;
+
+	while (want < n)
+		want *= 2;
+	if (want <= s->nhandles)
+		return 0;
+	if (want > MAX_HANDLES)
+		return EMFILE;
+	h = realloc(s->handles, want * sizeof(*h));
+	if (!h)
+		return ENOMEM;
+	for (j = s->nhandles; j < want; j++) {
+		h[j].fd = -1;
+		h[j].restored = false;
+	}
+	s->handles = h;
+	s->nhandles = want;
+	return 0;
+}
+
 int session_handle_add(struct session *s, int fd, const struct woid *o,
 		       unsigned int flags, uint64_t *handle)
 {
 	struct handle_ent *h;
+	uint8_t b[32];
 	uint32_t i;
+	int err;
 
 	pthread_mutex_lock(&s->mu);
 	for (i = 0; i < s->nhandles; i++)
-		if (s->handles[i].fd < 0)
+		if (s->handles[i].fd < 0 && !s->handles[i].restored)
 			break;
 	if (i == s->nhandles) {
-		uint32_t n = s->nhandles ? s->nhandles * 2 : 16, j;
-
-		if (s->nhandles >= MAX_HANDLES) {
+		err = handles_grow(s, s->nhandles + 1);
+		if (err) {
 			pthread_mutex_unlock(&s->mu);
-			return EMFILE;
+			return err;
 		}
-		h = realloc(s->handles, n * sizeof(*h));
-		if (!h) {
-			pthread_mutex_unlock(&s->mu);
-			return ENOMEM;
-		}
-		for (j = s->nhandles; j < n; j++)
-			h[j].fd = -1;
-		s->handles = h;
-		s->nhandles = n;
 	}
 	h = &s->handles[i];
 	h->fd = fd;
@@ -397,7 +612,47 @@ int session_handle_add(struct session *s, int fd, const struct woid *o,
 	h->flags = flags;
 	h->oid = *o;
 	*handle = (uint64_t)h->gen << 32 | (i + 1);
+	rec_put(s, SR_OPEN, b, enc_open(b, i, h), NULL, 0);
 	pthread_mutex_unlock(&s->mu);
+	return 0;
+}
+
+/*
+ * A handle loaded from the session file: open its object again, with the
+ * access its OPEN was granted then (permission was checked at OPEN, as
+ * a local open file keeps its access after a chmod). Must hold s->mu.
+ */
+static int handle_reopen(struct handle_ent *h)
+{
+	unsigned int acc;
+	struct stat st;
+	char path[64];
+	int pfd, fd, err;
+
+	err = oid_open(&h->oid, &pfd, &st);
+	if (err)
+		return err;
+	if (!h->flags) {
+		fd = pfd;	/* OPEN without access: keeps it alive only */
+		goto done;
+	}
+	acc = h->flags == POHMEL_OPEN_ALL ? O_RDWR :
+	      h->flags & POHMEL_OPEN_WRITE ? O_WRONLY : O_RDONLY;
+	if (S_ISDIR(st.st_mode) && acc == O_RDONLY) {
+		acc |= O_DIRECTORY;
+	} else if (!S_ISREG(st.st_mode)) {
+		close(pfd);
+		return ESTALE;
+	}
+	proc_path(path, sizeof(path), pfd);
+	fd = open(path, (int)acc | O_CLOEXEC | O_NOCTTY);
+	err = errno;
+	close(pfd);
+	if (fd < 0)
+		return err;
+done:
+	h->fd = fd;
+	h->restored = false;
 	return 0;
 }
 
@@ -411,8 +666,8 @@ static struct handle_ent *handle_find(struct session *s, uint64_t handle,
 	if (i >= s->nhandles)
 		return NULL;
 	h = &s->handles[i];
-	if (h->fd < 0 || h->gen != handle >> 32 || h->oid.id != o->id ||
-	    h->oid.gen != o->gen)
+	if ((h->fd < 0 && !h->restored) || h->gen != handle >> 32 ||
+	    h->oid.id != o->id || h->oid.gen != o->gen)
 		return NULL;
 	return h;
 }
@@ -426,9 +681,11 @@ int session_handle_get(struct session *s, uint64_t handle,
 
 	pthread_mutex_lock(&s->mu);
 	h = handle_find(s, handle, o);
-	if (!h) {
+	if (!h)
 		err = EBADF;
-	} else {
+	else if (h->restored)
+		err = handle_reopen(h);
+	if (!err) {
 		*fd = fcntl(h->fd, F_DUPFD_CLOEXEC, 3);
 		if (*fd < 0)
 			err = errno;
@@ -441,7 +698,8 @@ int session_handle_get(struct session *s, uint64_t handle,
 /*
  * Any open handle of object o (a dup of its fd): how an unlinked but open
  * object stays reachable by (id, gen) for GETATTR, SETATTR and friends
- * once the kernel no longer resolves its file handle.
+ * once the kernel no longer resolves its file handle. (A restored handle
+ * cannot help: its object did not outlive the old process.)
  */
 int session_handle_any(struct session *s, const struct woid *o, int *fd)
 {
@@ -466,17 +724,133 @@ int session_handle_close(struct session *s, uint64_t handle,
 			 const struct woid *o)
 {
 	struct handle_ent *h;
+	uint8_t b[8];
 	int fd = -1;
+	bool found = false;
 
 	pthread_mutex_lock(&s->mu);
 	h = handle_find(s, handle, o);
 	if (h) {
+		found = true;
 		fd = h->fd;
 		h->fd = -1;
+		h->restored = false;
+		rec_put(s, SR_CLOSE, b, enc_close(b, (uint32_t)(h - s->handles),
+						  h->gen), NULL, 0);
 	}
 	pthread_mutex_unlock(&s->mu);
-	if (fd < 0)
+	if (!found)
 		return EBADF;
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	return 0;
+}
+
+/* ---- loading the session files at start ---- */
+
+/* Apply one record to a session being loaded. */
+static void restore_rec(struct session *s, uint32_t type, const uint8_t *b,
+			uint32_t n)
+{
+	struct cache_ent *e;
+	struct handle_ent *h;
+	uint64_t seq = n >= 8 ? get64(b) : 0;
+	uint32_t slot;
+
+	switch (type) {
+	case SR_BEGIN:
+	case SR_REPLY:
+	case SR_ABORT:
+		if (!seq || (type == SR_REPLY ? n < 16 : n != 8))
+			return;
+		e = &s->cache[seq % POHMEL_REPLY_CACHE];
+		if (e->seq > seq)
+			return;	/* never written in this order; ignore */
+		if (type == SR_ABORT) {
+			if (e->seq == seq)
+				e->seq = 0;
+			return;
+		}
+		free(e->payload);
+		e->payload = NULL;
+		e->plen = 0;
+		e->seq = seq;
+		e->indoubt = type == SR_BEGIN;
+		e->status = type == SR_REPLY ? get32(b + 8) : 0;
+		if (type == SR_REPLY && n > 16) {
+			e->payload = malloc(n - 16);
+			if (!e->payload) {
+				e->seq = 0;
+				return;
+			}
+			memcpy(e->payload, b + 16, n - 16);
+			e->plen = n - 16;
+		}
+		if (seq > s->max_seq)
+			s->max_seq = seq;
+		return;
+	case SR_OPEN:
+	case SR_CLOSE:
+		slot = get32(b);
+		if (n != (type == SR_OPEN ? 32U : 8U) || slot >= MAX_HANDLES ||
+		    handles_grow(s, slot + 1))
+			return;
+		h = &s->handles[slot];
+		if (type == SR_CLOSE) {
+			if (h->gen == get32(b + 4))
+				h->restored = false;
+			return;
+		}
+		h->restored = true;
+		h->gen = get32(b + 4);
+		h->flags = get32(b + 8) & POHMEL_OPEN_ALL;
+		h->oid.id = get64(b + 16);
+		h->oid.gen = get64(b + 24);
+		if (h->gen > s->hgen)
+			s->hgen = h->gen;
+		return;
+	}
+}
+
+static void restore(const uint8_t uuid[16], uint64_t boot_gen,
+		    const uint8_t *data, size_t len)
+{
+	const uint8_t *body;
+	struct session *s;
+	uint32_t type, blen;
+	int err;
+
+	pthread_mutex_lock(&sess_mu);
+	s = nsessions < MAX_SESSIONS ? session_new(uuid, boot_gen) : NULL;
+	pthread_mutex_unlock(&sess_mu);
+	if (!s) {
+		sfile_remove(uuid, boot_gen);
+		return;
+	}
+	while (sfile_next(&data, &len, &type, &body, &blen))
+		restore_rec(s, type, body, blen);
+	if (len)
+		log_warn("session %llu: damaged tail of its file ignored",
+			 (unsigned long long)s->id);
+	/* Rewritten at once: appends after a damaged tail would be lost. */
+	pthread_mutex_lock(&s->mu);
+	err = rewrite(s);
+	pthread_mutex_unlock(&s->mu);
+	if (err)
+		log_warn("session %llu: state file: %s: not kept across another restart",
+			 (unsigned long long)s->id, strerror(err));
+}
+
+/*
+ * At start, before the first connection: every session file becomes a
+ * session without connections, kept for session-timeout from now.
+ */
+void sessions_load(void)
+{
+	int n;
+
+	sfile_scan(restore);
+	n = sessions_count();
+	if (n)
+		log_info("%d client session%s restored", n, n == 1 ? "" : "s");
 }

@@ -70,6 +70,16 @@
  * This makes a replay after reconnect apply exactly once. A request older
  * than the cache window gets status POHMEL_ERR_SEQ_OLD and the client fails
  * that call with EIO (it cannot know whether it was applied).
+ * (Clarified, no layout change.) Sessions survive a restart of the server
+ * (a crash as well as a clean stop): the server keeps each session's reply
+ * cache and open handles on stable state and loads them at start, so a
+ * client whose HELLO reply shows a new server boot_gen still replays
+ * with its old sequence numbers and handles; it need not reopen. Only a
+ * request the server was executing when it died is run again, and the
+ * server answers it as done where its second run can only fail because
+ * the first took effect (EEXIST of a create, ENOENT of an unlink). An
+ * OPEN handle of an object removed meanwhile gets ESTALE; locks and
+ * grants do not survive (the client revalidates, as after any reconnect).
  *
  * Changelog
  * ---------

@@ -3,7 +3,10 @@
  * session.c - who we are to the server (uuid + boot generation, fixed for
  * the life of the mount, so the server recognises a reconnect as the same
  * session and keeps its reply cache) and the HELLO/AUTH exchange that
- * opens every connection.
+ * opens every connection. The server keeps the session across its own
+ * restarts too (reply cache and open handles on its disk), so a new
+ * server boot_gen changes nothing here: the queue is replayed as after
+ * any reconnect, handles included, and the caches revalidate.
  */
 #include <crypto/algapi.h>
 #include <linux/net.h>
@@ -124,7 +127,7 @@ int pohmel_session_handshake(struct pohmel_conn *c, struct socket *sock)
 	}
 	if (s->server_boot_gen &&
 	    s->server_boot_gen != be64_to_cpu(reply.boot_gen))
-		pr_notice("%pISpc: server restarted; unanswered requests are replayed without its reply cache\n",
+		pr_notice("%pISpc: server restarted: replaying what it did not answer\n",
 			  &c->addr);
 	s->server_boot_gen = be64_to_cpu(reply.boot_gen);
 	s->features = feat;

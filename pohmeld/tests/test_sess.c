@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * test_sess - sessions and replay, locks between connections, open
- * handles of unlinked files, 64 concurrent clients, IDs across a
- * restart, BATCH, protocol abuse and the command line.
+ * handles of unlinked files, 64 concurrent clients, IDs, reply cache
+ * and handles across a restart (SIGKILL and SIGTERM), BATCH, protocol
+ * abuse and the command line.
  *   test_sess PATH-TO-POHMELD
  */
 #include <pthread.h>
@@ -487,6 +488,211 @@ static void t_restart(void)
 	cl_close(&c);
 }
 
+/* SIGKILL (a crash); 0 if it died of it. */
+static int kill_server(struct srvproc *p)
+{
+	int st;
+
+	if (p->pid <= 0)
+		return -1;
+	kill(p->pid, SIGKILL);
+	if (waitpid(p->pid, &st, 0) != p->pid)
+		return -1;
+	p->pid = 0;
+	return WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL ? 0 : -1;
+}
+
+/* Connect as session (uuid, gen), as a client does after a reconnect. */
+static int sess_open(struct pc *c, const uint8_t uuid[16], uint64_t gen)
+{
+	if (pc_init(c))
+		return -1;
+	memcpy(c->uuid, uuid, 16);
+	c->boot_gen = gen;
+	return pc_connect(c, "127.0.0.1", sp.port) || pc_handshake(c) ? -1 : 0;
+}
+
+static int write_seq(struct pc *c, uint64_t seq, const struct woid *o,
+		     uint64_t h, uint64_t off, const char *data)
+{
+	uint8_t b[POHMEL_IO_SIZE + 64];
+	uint32_t n = pc_enc_io(b, o, h, off, (uint32_t)strlen(data), 0, data);
+
+	return pc_call_seq(c, POHMEL_OP_WRITE, seq, b, n, c->rbuf,
+			   POHMEL_MAX_MSG, NULL);
+}
+
+/* Append a record framed as sessfile.c does (FNV-1a checksum). */
+static int sfile_put(const char *path, uint32_t type, uint64_t seq)
+{
+	uint8_t rec[24];
+	uint32_t x = 2166136261U, i;
+	int fd, ok;
+
+	put32(rec, type);
+	put32(rec + 4, 8);
+	put64(rec + 16, seq);
+	for (i = 0; i < 24; i++) {
+		if (i >= 8 && i < 16)
+			continue;
+		x ^= rec[i];
+		x *= 16777619U;
+	}
+	put32(rec + 8, x);
+	put32(rec + 12, 0);
+	fd = open(path, O_WRONLY | O_APPEND);
+	ok = fd >= 0 && write(fd, rec, sizeof(rec)) == (ssize_t)sizeof(rec);
+	if (fd >= 0)
+		close(fd);
+	return ok ? 0 : -1;
+}
+
+/*
+ * Sessions across a restart: the reply cache and the open handles come
+ * back from STATEDIR/sessions after SIGKILL and after SIGTERM; requests
+ * in doubt (a BEGIN without REPLY) are re-run and recognised as done.
+ */
+static void t_persist(void)
+{
+	static const uint8_t uuid[16] = "persist-session";
+	char path[300], buf[32];
+	struct wattr f;
+	struct stat st;
+	uint32_t got;
+	uint64_t h, hr;
+	struct pc c;
+	int i, n;
+
+	n = snprintf(path, sizeof(path), "%s/state/sessions/", base);
+	for (i = 0; i < 16; i++)
+		n += snprintf(path + n, sizeof(path) - (size_t)n, "%02x",
+			      uuid[i]);
+	snprintf(path + n, sizeof(path) - (size_t)n, "-%016llx", 7ULL);
+
+	CHECK(sess_open(&c, uuid, 7) == 0, "session P");
+	CHECK(create_seq(&c, 20, "pp") == 0 &&
+	      pc_lookup(&c, &root, "pp", &f) == 0, "P: CREATE EXCL pp, seq 20");
+	CHECK(pc_open(&c, &f.oid, POHMEL_OPEN_ALL, &h, NULL) == 0 &&
+	      pc_open(&c, &f.oid, POHMEL_OPEN_READ, &hr, NULL) == 0 &&
+	      pc_close(&c, &f.oid, hr) == 0, "P: two OPENs, one closed");
+	CHECK(write_seq(&c, 21, &f.oid, h, 0, "before") == 0,
+	      "P: WRITE through the handle, seq 21");
+	CHECK(stat(path, &st) == 0 && S_ISREG(st.st_mode),
+	      "the session has a file under STATEDIR/sessions");
+
+	CHECK(kill_server(&sp) == 0, "SIGKILL pohmeld");
+	CHECK(start_server("sess3", conf_text, &sp) == 0, "start it again");
+	pc_disconnect(&c);
+	CHECK(sess_open(&c, uuid, 7) == 0, "P reconnects to its session");
+	CHECK(create_seq(&c, 20, "pp") == 0,
+	      "after SIGKILL: replayed CREATE EXCL answered from the cache, not EEXIST");
+	CHECK(write_seq(&c, 21, &f.oid, h, 0, "XXXXXX") == 0 &&
+	      pc_read(&c, &f.oid, h, 0, buf, sizeof(buf), &got) == 0 &&
+	      got == 6 && !memcmp(buf, "before", 6),
+	      "replayed WRITE answered from the cache, not applied again");
+	CHECK(write_seq(&c, 22, &f.oid, h, 6, "+after") == 0 &&
+	      pc_read(&c, &f.oid, h, 0, buf, sizeof(buf), &got) == 0 &&
+	      got == 12 && !memcmp(buf, "before+after", 12),
+	      "a handle opened before the kill writes and reads");
+	CHECK(pc_fsync(&c, &f.oid, h, 0) == 0, "and FSYNCs");
+	CHECK(pc_read(&c, &f.oid, hr, 0, buf, sizeof(buf), &got) == EBADF,
+	      "a handle closed before the kill stays closed: EBADF");
+	CHECK(unlink_seq(&c, 23, "pp") == 0, "UNLINK pp, seq 23");
+
+	CHECK(stop_server(&sp) == 0, "SIGTERM: clean exit 0");
+	/* What a kill in the middle of a request leaves: BEGIN, no REPLY.
+	 * 24: CREATE EXCL that took effect; 25: UNLINK that took effect;
+	 * 26: CREATE EXCL that did not. Then a torn record. */
+	{
+		char p2[300];
+		int fd;
+
+		snprintf(p2, sizeof(p2), "%s/pq", exp_dir);
+		fd = open(p2, O_WRONLY | O_CREAT | O_EXCL, 0644);
+		CHECK(fd >= 0 && close(fd) == 0, "(pq made as seq 24 would)");
+	}
+	CHECK(sfile_put(path, 1, 24) == 0 && sfile_put(path, 1, 25) == 0 &&
+	      sfile_put(path, 1, 26) == 0 && sfile_put(path, 1, 40) == 0 &&
+	      sfile_put(path, 2, 99) == 0,
+	      "(in-doubt records appended to the session file)");
+	{
+		int fd = open(path, O_WRONLY);
+		/* cut the last record short: a torn tail */
+		CHECK(fd >= 0 && fstat(fd, &st) == 0 &&
+		      ftruncate(fd, st.st_size - 5) == 0 && close(fd) == 0,
+		      "(torn record at the end)");
+	}
+	CHECK(start_server("sess4", conf_text, &sp) == 0,
+	      "start with a torn record in the session file");
+	pc_disconnect(&c);
+	CHECK(sess_open(&c, uuid, 7) == 0, "P reconnects after the clean stop");
+	CHECK(unlink_seq(&c, 23, "pp") == 0,
+	      "replayed UNLINK after SIGTERM: cached success, not ENOENT");
+	CHECK(pc_read(&c, &f.oid, h, 0, buf, sizeof(buf), &got) == ESTALE,
+	      "the handle of a file unlinked before the restart: ESTALE");
+	CHECK(create_seq(&c, 24, "pq") == 0 && lstat_rel("pq", &st) == 0 &&
+	      get64(c.rbuf) == st.st_ino,
+	      "in-doubt CREATE EXCL whose file exists: done, with its attributes");
+	CHECK(unlink_seq(&c, 25, "gone2") == 0,
+	      "in-doubt UNLINK of a missing name: done");
+	CHECK(create_seq(&c, 26, "pr") == 0 && lstat_rel("pr", &st) == 0,
+	      "in-doubt CREATE that did not happen: runs");
+	CHECK(create_seq(&c, 27, "pr") == EEXIST,
+	      "not in doubt: EEXIST as always");
+	CHECK(unlink_seq(&c, 28, "pq") == 0 && unlink_seq(&c, 29, "pr") == 0,
+	      "cleanup");
+	c.seq = 39;
+	CHECK(pc_removexattr(&c, &root, "user.never") == 0,
+	      "in-doubt REMOVEXATTR (seq 40) of a missing name: done");
+	CHECK(pc_removexattr(&c, &root, "user.never") == ENODATA,
+	      "not in doubt (seq 41): ENODATA");
+	pc_bye(&c);
+	pc_disconnect(&c);
+	CHECK(stat(path, &st) == -1 && errno == ENOENT,
+	      "BYE removes the session file");
+}
+
+/*
+ * More records than a session file keeps before it is rewritten from
+ * the live state (4 x the cache window): what the rewrite kept must
+ * come back after SIGKILL — the window's replies and the handle.
+ */
+static void t_persist_rewrite(void)
+{
+	static const uint8_t uuid[16] = "rewrite-session";
+	struct wattr f;
+	struct pc c;
+	char buf[8];
+	uint32_t got;
+	uint64_t h, seq;
+	bool ok = true;
+
+	CHECK(sess_open(&c, uuid, 9) == 0 &&
+	      pc_mkobj(&c, POHMEL_OP_CREATE, &root, "rw", 0644, 0, 0, NULL,
+		       &f, NULL) == 0 &&
+	      pc_open(&c, &f.oid, POHMEL_OPEN_WRITE | POHMEL_OPEN_READ, &h,
+		      NULL) == 0, "session R, OPEN rw");
+	for (seq = 100; seq < 100 + 2200 && ok; seq++) {
+		snprintf(buf, sizeof(buf), "%04u", (unsigned int)seq);
+		ok = write_seq(&c, seq, &f.oid, h, 0, buf) == 0;
+	}
+	CHECK(ok, "2200 WRITEs (4400 records: the file was rewritten)");
+	CHECK(kill_server(&sp) == 0 &&
+	      start_server("sess5", conf_text, &sp) == 0, "SIGKILL, start");
+	pc_disconnect(&c);
+	CHECK(sess_open(&c, uuid, 9) == 0, "R reconnects");
+	CHECK(write_seq(&c, 2299, &f.oid, h, 0, "XXXX") == 0 &&
+	      write_seq(&c, 1500, &f.oid, h, 0, "YYYY") == 0 &&
+	      pc_read(&c, &f.oid, h, 0, buf, 4, &got) == 0 && got == 4 &&
+	      !memcmp(buf, "2299", 4),
+	      "replays inside the window are cached, the handle works");
+	CHECK(write_seq(&c, 1000, &f.oid, h, 0, "ZZZZ") == POHMEL_ERR_SEQ_OLD,
+	      "below the window: POHMEL_ERR_SEQ_OLD");
+	CHECK(unlink_seq(&c, 2300, "rw") == 0, "cleanup");
+	pc_bye(&c);
+	pc_disconnect(&c);
+}
+
 static void t_cli(void)
 {
 	char cmd[1024], out[600], buf[512] = "";
@@ -565,6 +771,8 @@ int main(int argc, char **argv)
 	t_batch();
 	t_abuse();
 	t_restart();
+	t_persist();
+	t_persist_rewrite();
 	t_cli();
 	{
 		/* SIGTERM while a LOCK waits: it is answered EINTR, the

@@ -9,6 +9,12 @@
  *       TAP: every logged file intact through both paths.
  *   restart probe DIR1 DIR2
  *       TAP: new operations work on both mounts after the reconnect.
+ *   restart hold FILE FLAG
+ *       opens FILE read/write, writes and fsyncs "before", waits until
+ *       FLAG exists (the server was restarted meanwhile), then writes
+ *       "+after" through the same descriptor, fsyncs, reads it all back
+ *       and closes. Exit 0 if every call succeeded: an open file keeps
+ *       working across the restart.
  */
 #include "tap.h"
 
@@ -145,6 +151,32 @@ static int do_probe(const char *d1, const char *d2)
 	return 0;
 }
 
+static int do_hold(const char *path, const char *flag)
+{
+	char got[64];
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+
+	if (fd < 0 || write(fd, "before", 6) != 6 || fsync(fd)) {
+		fprintf(stderr, "restart hold: before: %s\n", strerror(errno));
+		return 1;
+	}
+	while (access(flag, F_OK))
+		usleep(100000);
+	if (pwrite(fd, "+after", 6, 6) != 6 || fsync(fd)) {
+		fprintf(stderr, "restart hold: after: %s\n", strerror(errno));
+		return 1;
+	}
+	if (pread(fd, got, sizeof(got), 0) != 12 || memcmp(got, "before+after", 12)) {
+		fprintf(stderr, "restart hold: read back: %s\n", strerror(errno));
+		return 1;
+	}
+	if (close(fd)) {
+		fprintf(stderr, "restart hold: close: %s\n", strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	tap_init();
@@ -161,10 +193,12 @@ int main(int argc, char **argv)
 		do_check(argv[2], argv[3], argv[4]);
 		return tap_failed() ? 1 : 0;
 	}
+	if (argc == 4 && !strcmp(argv[1], "hold"))
+		return do_hold(argv[2], argv[3]);
 	if (argc == 4 && !strcmp(argv[1], "probe")) {
 		do_probe(argv[2], argv[3]);
 		return tap_failed() ? 1 : 0;
 	}
-	fprintf(stderr, "usage: restart write [--seconds S] DIR LOG | check DIR1 DIR2 LOG | probe DIR1 DIR2\n");
+	fprintf(stderr, "usage: restart write [--seconds S] DIR LOG | check DIR1 DIR2 LOG | probe DIR1 DIR2 | hold FILE FLAG\n");
 	return 2;
 }

@@ -2,8 +2,9 @@
 # restart group (guest only): writers on both mounts keep creating files
 # (half fsync'd) while the server is SIGKILLed and started again; afterwards
 # every fsync'd file must be intact through both mounts, the writers must
-# have carried on without errors, and new operations must work. Then the
-# same once more with a clean stop/start.
+# have carried on without errors, a file held open across the restart must
+# keep working, and new operations must work. Then the same once more with
+# a clean stop/start.
 # Usage: restart.sh BIN W1 W2 SCRATCH [local]
 bin=$1 w1=$2 w2=$3 scratch=$4 local=${5:-}
 . "$(dirname "$0")/lib.sh"
@@ -16,8 +17,11 @@ server() { $POHMEL_SERVER "$@"; }
 
 # cycle NAME HOW: HOW is "kill" (SIGKILL) or "stop" (SIGTERM)
 cycle() {
-	local name=$1 how=$2 p1 p2 rc1 rc2 i
+	local name=$1 how=$2 p1 p2 p3 rc1 rc2 rc3 i
 	mkdir -p "$w1/$name.a" "$w1/$name.b"
+	rm -f "$scratch/$name.flag"
+	"$bin/restart" hold "$w1/$name.held" "$scratch/$name.flag" >"$scratch/$name.h.out" 2>&1 &
+	p3=$!
 	"$bin/restart" write "$w1/$name.a" "$scratch/$name.a.log" >"$scratch/$name.a.out" 2>&1 &
 	p1=$!
 	"$bin/restart" write "$w2/$name.b" "$scratch/$name.b.log" >"$scratch/$name.b.out" 2>&1 &
@@ -28,17 +32,27 @@ cycle() {
 	check "restart/$name: server start" server start
 	sleep 4
 	kill -TERM "$p1" "$p2" 2>/dev/null
+	touch "$scratch/$name.flag"
 	# a writer stuck in the kernel cannot be reaped: give up after 90 s
 	for ((i = 0; i < 450; i++)); do
-		kill -0 "$p1" 2>/dev/null || kill -0 "$p2" 2>/dev/null || break
+		kill -0 "$p1" 2>/dev/null || kill -0 "$p2" 2>/dev/null ||
+			kill -0 "$p3" 2>/dev/null || break
 		sleep 0.2
 	done
-	if kill -0 "$p1" 2>/dev/null || kill -0 "$p2" 2>/dev/null; then
+	if kill -0 "$p1" 2>/dev/null || kill -0 "$p2" 2>/dev/null ||
+		kill -0 "$p3" 2>/dev/null; then
 		fail "restart/$name: writers finish within 90 s of SIGTERM after the restart"
-		cat /proc/"$p1"/stack /proc/"$p2"/stack 2>/dev/null | diag "$(cat)"
-		kill -KILL "$p1" "$p2" 2>/dev/null
+		cat /proc/"$p1"/stack /proc/"$p2"/stack /proc/"$p3"/stack 2>/dev/null | diag "$(cat)"
+		kill -KILL "$p1" "$p2" "$p3" 2>/dev/null
 		return
 	fi
+	wait "$p3"
+	rc3=$?
+	[ "$rc3" = 0 ] && pass "restart/$name: a file open across the restart writes, fsyncs and reads" ||
+		fail "restart/$name: a file open across the restart writes, fsyncs and reads (status $rc3: $(cat "$scratch/$name.h.out"))"
+	[ "$(cat "$w2/$name.held" 2>&1)" = "before+after" ] &&
+		pass "restart/$name: mount 2 reads what went through the held file" ||
+		fail "restart/$name: mount 2 reads what went through the held file (got '$(cat "$w2/$name.held" 2>&1)')"
 	wait "$p1"
 	rc1=$?
 	wait "$p2"

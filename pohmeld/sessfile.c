@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: MIT
+/*
+ * sessfile.c - sessions on disk, so that a restart of pohmeld (crash,
+ * SIGKILL or a clean stop) does not lose what makes a client's replay
+ * safe: its reply cache and its open handles.
+ *
+ * One file per session, STATEDIR/sessions/UUID-BOOTGEN (hex), a log of
+ * records appended with one write(2) each (O_APPEND): what session.c
+ * changes in memory it appends here before the reply that depends on it
+ * is sent. write(2) without fsync is enough against a dead pohmeld: the
+ * kernel keeps the page cache, as it keeps the export's own changes,
+ * which pohmeld does not fsync either (see README.md "Sessions across a
+ * restart" for the machine-crash case and the cost measured).
+ *
+ * Record: u32 type, u32 body length, u32 checksum (FNV-1a of type,
+ * length and body), u32 zero, then the body; all big-endian. A record
+ * cut short (a fatal signal may end a write between pages; a machine
+ * crash may lose the tail) fails its checksum: loading stops there.
+ * The file is rewritten (tmp + rename) from the live state when it has
+ * grown, so its size stays bounded by the cache window.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include "pohmeld.h"
+
+#define REC_HDR		16
+#define REC_MAX		(64 * 1024)	/* no record is near this */
+#define FILE_MAX	(64 * 1024 * 1024)
+
+static int dir_fd = -1;		/* STATEDIR/sessions; set once at start */
+
+bool sfile_enabled(void)
+{
+	return dir_fd >= 0;
+}
+
+static uint32_t fnv(uint32_t x, const uint8_t *p, size_t n)
+{
+	while (n--) {
+		x ^= *p++;
+		x *= 16777619U;
+	}
+	return x;
+}
+
+static uint32_t rec_sum(const uint8_t *hdr, const uint8_t *a, uint32_t alen,
+			const uint8_t *b, uint32_t blen)
+{
+	uint32_t x = fnv(2166136261U, hdr, 8);
+
+	x = fnv(x, a, alen);
+	return fnv(x, b, blen);
+}
+
+static void name_of(char *buf, size_t n, const uint8_t uuid[16],
+		    uint64_t boot_gen, const char *suffix)
+{
+	int i, off = 0;
+
+	for (i = 0; i < 16; i++)
+		off += snprintf(buf + off, n - (size_t)off, "%02x", uuid[i]);
+	snprintf(buf + off, n - (size_t)off, "-%016llx%s",
+		 (unsigned long long)boot_gen, suffix);
+}
+
+int sfile_init(const char *state_dir)
+{
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/sessions", state_dir);
+	if (mkdir(path, 0700) && errno != EEXIST)
+		return errno;
+	dir_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return dir_fd < 0 ? errno : 0;
+}
+
+void sfile_fini(void)
+{
+	if (dir_fd >= 0)
+		close(dir_fd);
+	dir_fd = -1;
+}
+
+int sfile_open(const uint8_t uuid[16], uint64_t boot_gen)
+{
+	char name[64];
+
+	if (dir_fd < 0)
+		return -1;
+	name_of(name, sizeof(name), uuid, boot_gen, "");
+	return openat(dir_fd, name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+		      0600);
+}
+
+void sfile_remove(const uint8_t uuid[16], uint64_t boot_gen)
+{
+	char name[64];
+
+	if (dir_fd < 0)
+		return;
+	name_of(name, sizeof(name), uuid, boot_gen, "");
+	unlinkat(dir_fd, name, 0);
+}
+
+/* One record, body = a then b, in one write. 0 or errno. */
+int sfile_append(int fd, uint32_t type, const void *a, uint32_t alen,
+		 const void *b, uint32_t blen)
+{
+	uint8_t hdr[REC_HDR];
+	struct iovec iov[3] = {
+		{ hdr, REC_HDR }, { (void *)a, alen }, { (void *)b, blen },
+	};
+	ssize_t n;
+
+	if (fd < 0)
+		return 0;
+	put32(hdr, type);
+	put32(hdr + 4, alen + blen);
+	put32(hdr + 8, rec_sum(hdr, a, alen, b, blen));
+	put32(hdr + 12, 0);
+	do {
+		n = writev(fd, iov, 3);
+	} while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)(REC_HDR + alen + blen))
+		return 0;
+	return n < 0 ? errno : EIO;
+}
+
+/* A fresh file for a rewrite; sfile_commit() puts it in place. */
+int sfile_start_rewrite(const uint8_t uuid[16], uint64_t boot_gen)
+{
+	char name[64];
+
+	if (dir_fd < 0)
+		return -1;
+	name_of(name, sizeof(name), uuid, boot_gen, ".new");
+	return openat(dir_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND |
+		      O_CLOEXEC, 0600);
+}
+
+/* 0: the rewrite replaced the file; else errno and it was dropped. */
+int sfile_commit(const uint8_t uuid[16], uint64_t boot_gen)
+{
+	char name[64], tmp[64];
+
+	name_of(name, sizeof(name), uuid, boot_gen, "");
+	name_of(tmp, sizeof(tmp), uuid, boot_gen, ".new");
+	if (renameat(dir_fd, tmp, dir_fd, name)) {
+		int err = errno;
+
+		unlinkat(dir_fd, tmp, 0);
+		return err;
+	}
+	return 0;
+}
+
+/* Next valid record in [*p, *p + *left); false at the end or damage. */
+bool sfile_next(const uint8_t **p, size_t *left, uint32_t *type,
+		const uint8_t **body, uint32_t *blen)
+{
+	uint32_t len;
+
+	if (*left < REC_HDR)
+		return false;
+	len = get32(*p + 4);
+	if (len > REC_MAX || len > *left - REC_HDR ||
+	    get32(*p + 8) != rec_sum(*p, *p + REC_HDR, len, NULL, 0))
+		return false;
+	*type = get32(*p);
+	*body = *p + REC_HDR;
+	*blen = len;
+	*p += REC_HDR + len;
+	*left -= REC_HDR + len;
+	return true;
+}
+
+static int parse_name(const char *s, uint8_t uuid[16], uint64_t *boot_gen)
+{
+	unsigned long long g;
+	unsigned int b;
+	int i;
+	char *end;
+
+	if (strlen(s) != 32 + 1 + 16 || s[32] != '-')
+		return -1;
+	for (i = 0; i < 16; i++) {
+		if (sscanf(s + 2 * i, "%2x", &b) != 1)
+			return -1;
+		uuid[i] = (uint8_t)b;
+	}
+	g = strtoull(s + 33, &end, 16);
+	if (*end)
+		return -1;
+	*boot_gen = g;
+	return 0;
+}
+
+/* Hand every session file's contents to fn; drop leftovers of rewrites. */
+void sfile_scan(void (*fn)(const uint8_t uuid[16], uint64_t boot_gen,
+			   const uint8_t *data, size_t len))
+{
+	struct dirent *de;
+	uint8_t uuid[16];
+	uint64_t gen;
+	DIR *d;
+	int dfd;
+
+	if (dir_fd < 0)
+		return;
+	dfd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
+	d = dfd < 0 ? NULL : fdopendir(dfd);
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		struct stat st;
+		uint8_t *buf;
+		ssize_t n;
+		int fd;
+
+		if (de->d_name[0] == '.')
+			continue;
+		if (parse_name(de->d_name, uuid, &gen)) {
+			/* a rewrite that did not reach its rename */
+			if (strstr(de->d_name, ".new"))
+				unlinkat(dir_fd, de->d_name, 0);
+			continue;
+		}
+		fd = openat(dir_fd, de->d_name, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		buf = NULL;
+		if (!fstat(fd, &st) && S_ISREG(st.st_mode) &&
+		    st.st_size <= FILE_MAX)
+			buf = malloc((size_t)st.st_size + 1);
+		n = buf ? pread(fd, buf, (size_t)st.st_size, 0) : -1;
+		close(fd);
+		if (n >= 0) {
+			fn(uuid, gen, buf, (size_t)n);
+		} else {
+			log_warn("session file %s: unreadable, dropped",
+				 de->d_name);
+			unlinkat(dir_fd, de->d_name, 0);
+		}
+		free(buf);
+	}
+	closedir(d);
+}
