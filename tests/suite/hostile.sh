@@ -1,0 +1,308 @@
+#!/bin/bash
+# hostile group (guest only): a third mount of the export goes through
+# `hostile` (hostile.c), a proxy in front of the harness's pohmeld that,
+# once armed, answers with malformed, truncated, oversized, unsolicited or
+# reordered messages, stalls, or closes the connection. For each scenario:
+#   - the scenario fired (its log says so: a scenario that never triggered
+#     proves nothing);
+#   - every operation returns (success or a clean error; `timeout` catches
+#     a hang), and where the scenario is recoverable it succeeds with the
+#     right data;
+#   - a malformed message is counted as a protocol error (mountstats), i.e.
+#     the client dropped the connection rather than trusting it;
+#   - afterwards the mount works again through a fresh connection and the
+#     data is right (checked through the harness's independent mount 2);
+#   - the mount unmounts.
+# At the end: no mount of the group left, the module's reference count and
+# its inode cache back where they were, no "Busy inodes" in the kernel log.
+# (The harness fails the run on any BUG/WARNING/Oops/hung task.)
+# Usage: hostile.sh BIN W1 W2 SCRATCH [local]   (env POHMEL_HOSTILE: scenarios to run)
+bin=$1 w1=$2 w2=$3 scratch=$4 local=${5:-}
+. "$(dirname "$0")/lib.sh"
+if [ -n "$local" ] || [ -z "${POHMEL_SERVER:-}" ] || ! is_root; then
+	skip "hostile: misbehaving server" "guest only (needs the module, root and \$POHMEL_SERVER)"
+	tap_finish
+	exit
+fi
+
+# the harness's pohmeld port, from mount 1's options
+uport=$(awk -v m="$POHMEL_MNT1" '$2 == m && $3 == "pohmel" { if (match($4, /port=[0-9]+/)) print substr($4, RSTART + 5, RLENGTH - 5); exit }' /proc/mounts)
+uport=${uport:-7349}
+rel=${w1#"$POHMEL_MNT1"/}	# the work dir relative to the export root
+mnt=$scratch/mnt
+mkdir -p "$mnt"
+T=20	# seconds any single operation may take (soft mounts use timeo=2)
+
+# class: recover = operations succeed during the attack too
+#        detect  = a protocol error: the affected calls may fail (cleanly),
+#                  the connection is re-established
+#        errno   = a well-framed reply the client must refuse or survive
+#        stall   = the server goes silent: soft calls time out
+#        mount   = the attack is on the handshake of mount(2): it fails
+#        rehello = the attack is on the handshake of a reconnect
+scenarios="
+garbage detect
+len-huge detect
+len-maxmsg detect
+body-long detect
+body-short detect
+err-body detect
+bad-flags detect
+bad-op detect
+no-reply-flag detect
+attr-mode detect
+attr-nsec detect
+attr-id0 detect
+dirent-namelen detect
+dirent-count detect
+dirent-name detect
+read-count detect
+unknown-tag detect
+dup-tag detect
+recall-garbage detect
+recall-len detect
+server-op detect
+bad-status errno
+attr-type errno
+attr-nlink0 errno
+reorder recover
+flood recover
+hdr-close recover
+body-close recover
+drop-close recover
+stall-hdr stall
+stall-body stall
+stall-noread stall
+stall-hard stall
+hello-magic mount
+hello-version mount
+hello-maxmsg mount
+hello-features mount
+hello-garbage mount
+auth-attr mount
+hello-magic rehello
+hello-garbage rehello
+auth-attr rehello
+reconnect-close rehello
+"
+only=${POHMEL_HOSTILE:-}
+
+modref() { cat /sys/module/pohmelfs/refcnt 2>/dev/null || echo '?'; }
+inodes() { awk '$1 == "pohmel_inode_cache" { print $2; f = 1 } END { if (!f) print "?" }' /proc/slabinfo 2>/dev/null; }
+proto_errors() {	# of the mount on $mnt
+	awk -v m="$mnt" '$1 == "device" { on = ($5 == m) } on && $1 == "proto_errors:" { print $2; exit }' /proc/self/mountstats
+}
+
+hpid=
+hstart() {	# SCENARIO PORT [-a]: start the proxy, wait until it listens
+	: >"$hlog"
+	"$bin/hostile" -p "$2" -u "$uport" -s "$1" -l "$hlog" ${3:-} &
+	hpid=$!
+	local i
+	for ((i = 0; i < 100; i++)); do
+		grep -q '^listening' "$hlog" && return 0
+		kill -0 "$hpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	return 1
+}
+hstop() {
+	[ -n "$hpid" ] || return 0
+	kill -KILL "$hpid" 2>/dev/null
+	wait "$hpid" 2>/dev/null
+	hpid=
+}
+
+# one round of operations on the hostile mount; with $must the results
+# must be right, else each only has to return. Prints "op rc" lines.
+round() {	# N
+	local n=$1 h=$mnt/$rel/$sc
+	timeout -k 5 $T stat "$h/data" >/dev/null 2>&1; echo "stat $?"
+	timeout -k 5 $T ls -l "$h/d" >"$GS/ls.$n" 2>&1; echo "ls $?"
+	if [ "$(wc -l <"$GS/ls.$n")" != 6 ]; then echo "ls-count 1"; else echo "ls-count 0"; fi
+	timeout -k 5 $T cat "$h/data" >"$GS/out.$n" 2>/dev/null; echo "read $?"
+	cmp -s "$GS/out.$n" "$GS/src"; echo "read-data $?"
+	# a silent server: every call costs timeo; two are enough to show it
+	[ "$n" = 1 ] && [ "$class" = stall ] && return
+	timeout -k 5 $T cp "$GS/src2" "$h/new.$n" 2>/dev/null; echo "write $?"
+	timeout -k 5 $T touch "$h/d/t.$n" 2>/dev/null; echo "create $?"
+	timeout -k 5 $T rm -f "$h/d/t.$n" 2>/dev/null; echo "unlink $?"
+	timeout -k 5 $T cat "$h/d/f1" "$h/d/f2" "$h/d/f3" >/dev/null 2>&1; echo "read-small $?"
+}
+
+# all ops of a round output ($1) returned 0 and the write landed
+round_ok() {	# OUT N
+	! grep -qv ' 0$' <<<"$1" && cmp -s "$GS/src2" "$w2/$sc/new.$2"
+}
+# no op of a round was killed by its time limit
+round_returned() {
+	! grep -qE ' (124|137)$' <<<"$1"
+}
+
+mount_h() {	# PORT OPTS
+	timeout -k 5 60 mount -t pohmel 127.0.0.1:/ "$mnt" -o "port=$1,$2"
+}
+umount_h() {
+	local name=$1
+	if timeout -k 5 60 umount "$mnt" 2>"$GS/umount.err"; then
+		pass "$name: unmounts"
+	elif timeout -k 5 60 umount -f "$mnt" 2>>"$GS/umount.err"; then
+		pass "$name: unmounts (with -f)"
+	else
+		fail "$name: unmounts"
+		diag "$(cat "$GS/umount.err")"
+		timeout -k 5 60 umount -l "$mnt"
+	fi
+}
+
+# prepare the scenario's files through mount 1 (the real server)
+prepare() {
+	mkdir -p "$w1/$sc/d" || return 1
+	cp "$GS/src" "$w1/$sc/data" || return 1
+	local i
+	for i in 1 2 3 4 5; do echo "small $i" >"$w1/$sc/d/f$i" || return 1; done
+}
+
+GS=$scratch/hostile
+mkdir -p "$GS"
+head -c 300000 /dev/urandom >"$GS/src"
+head -c 70000 /dev/urandom >"$GS/src2"
+drop_caches
+ref0=$(modref) ino0=$(inodes)
+port=7400
+t_start=$(date +%s)
+while read -r sc class; do
+	[ -n "$sc" ] || continue
+	case " ${only:-$sc} " in *" $sc "*) ;; *) continue ;; esac
+	port=$((port + 1))
+	name="hostile/$sc ($class)"
+	hlog=$GS/$sc.$class.log
+	if ! prepare; then
+		fail "$name: prepare files through mount 1"
+		continue
+	fi
+	arm=
+	[ "$class" = mount ] && arm=-a
+	if ! hstart "$sc" "$port" $arm; then
+		fail "$name: start the hostile server"
+		diag "$(cat "$hlog")"
+		hstop
+		continue
+	fi
+	opts=soft,timeo=2
+	[ "$class" = rehello ] && opts=soft,timeo=20
+	[ "$sc" = stall-hard ] && opts=hard
+
+	if [ "$class" = mount ]; then
+		if mount_h "$port" "$opts" 2>"$GS/mount.err"; then
+			fail "$name: mount fails"
+			umount_h "$name"
+		else
+			rc=$?
+			if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+				fail "$name: mount fails (it hung: status $rc)"
+			else
+				pass "$name: mount fails cleanly ($(tr '\n' ' ' <"$GS/mount.err"))"
+			fi
+		fi
+		grep -q '^fired' "$hlog" && pass "$name: the scenario fired" || fail "$name: the scenario fired"
+		mountpoint -q "$mnt" && { fail "$name: nothing left mounted"; umount -l "$mnt"; }
+		hstop
+		continue
+	fi
+
+	if ! mount_h "$port" "$opts" 2>"$GS/mount.err"; then
+		fail "$name: mount through the proxy"
+		diag "$(cat "$GS/mount.err")" "$(cat "$hlog")"
+		hstop
+		continue
+	fi
+	pe0=$(proto_errors)
+	kill -USR1 "$hpid"
+
+	if [ "$sc" = stall-hard ]; then
+		# hard mount: a call waits for ever, but SIGKILL ends it
+		cat "$mnt/$rel/$sc/data" >/dev/null 2>&1 &
+		cpid=$!
+		for ((i = 0; i < 100; i++)); do grep -q '^fired' "$hlog" && break; sleep 0.1; done
+		sleep 1
+		kill -KILL "$cpid" 2>/dev/null
+		for ((i = 0; i < 100; i++)); do kill -0 "$cpid" 2>/dev/null || break; sleep 0.1; done
+		if kill -0 "$cpid" 2>/dev/null; then
+			fail "$name: a call blocked on a silent server dies of SIGKILL within 10 s"
+			diag "$(cat /proc/"$cpid"/stack 2>/dev/null)"
+		else
+			pass "$name: a call blocked on a silent server dies of SIGKILL within 10 s"
+		fi
+		wait "$cpid" 2>/dev/null
+		r1=
+	else
+		r1=$(round 1)
+	fi
+	grep -q '^fired' "$hlog" && pass "$name: the scenario fired" || fail "$name: the scenario fired"
+	case $class in
+	recover|rehello)
+		if round_ok "$r1" 1; then
+			pass "$name: operations succeed during the attack, data right"
+		else
+			fail "$name: operations succeed during the attack, data right"
+			diag "$r1"
+		fi ;;
+	*)
+		if [ -z "$r1" ] || round_returned "$r1"; then
+			pass "$name: every operation returns (success or a clean error)"
+		else
+			fail "$name: every operation returns (success or a clean error)"
+			diag "$r1"
+		fi ;;
+	esac
+	[ "$class" != stall ] || [ -z "$r1" ] || diag "during the stall: $(echo $r1)"
+	if [ "$class" = detect ]; then
+		pe1=$(proto_errors)
+		if [ "${pe1:-0}" -gt "${pe0:-0}" ] 2>/dev/null; then
+			pass "$name: counted as a protocol error (connection dropped)"
+		else
+			fail "$name: counted as a protocol error (connection dropped)"
+			diag "proto_errors before $pe0 after $pe1" "round: $(echo $r1)"
+		fi
+	fi
+	if [ "$class" = stall ]; then
+		# the silent server goes away; a faithful proxy takes its port
+		hstop
+		hstart reorder "$port" >/dev/null 2>&1 || fail "$name: restart the proxy"
+	fi
+	drop_caches
+	r2=$(round 2)
+	if round_ok "$r2" 2; then
+		pass "$name: afterwards operations succeed, data right"
+	else
+		fail "$name: afterwards operations succeed, data right"
+		diag "$r2"
+		tail -n 5 "$hlog" | diag "$(cat)"
+	fi
+	umount_h "$name"
+	hstop
+	rm -rf "${w1:?}/$sc"
+done <<<"$scenarios"
+t_end=$(date +%s)
+diag "scenarios took $((t_end - t_start)) s"
+
+mountpoint -q "$mnt" && fail "hostile: nothing left mounted" || pass "hostile: nothing left mounted"
+drop_caches
+sleep 1
+ref1=$(modref) ino1=$(inodes)
+[ "$ref1" = "$ref0" ] && pass "hostile: module reference count back to $ref0" ||
+	fail "hostile: module reference count back to $ref0 (now $ref1)"
+if [ "$ino0" = '?' ] || [ "$ino1" = '?' ]; then
+	skip "hostile: inode cache back to its size" "no pohmel_inode_cache in /proc/slabinfo"
+elif [ "$ino1" -le $((ino0 + 32)) ]; then
+	pass "hostile: inode cache back to its size ($ino0 -> $ino1 objects)"
+else
+	fail "hostile: inode cache back to its size ($ino0 -> $ino1 objects)"
+fi
+if dmesg | grep -q 'Busy inodes after unmount'; then
+	fail "hostile: no busy inodes after unmount"
+else
+	pass "hostile: no busy inodes after unmount"
+fi
+tap_finish
