@@ -13,8 +13,8 @@
 #   - afterwards the mount works again through a fresh connection and the
 #     data is right (checked through the harness's independent mount 2);
 #   - the mount unmounts.
-# At the end: no mount of the group left, the module's reference count and
-# its inode cache back where they were, no "Busy inodes" in the kernel log.
+# At the end: no mount of the group left, the module's reference count
+# back where it was, no "Busy inodes" in the kernel log.
 # (The harness fails the run on any BUG/WARNING/Oops/hung task.)
 # Usage: hostile.sh BIN W1 W2 SCRATCH [local]   (env POHMEL_HOSTILE: scenarios to run)
 bin=$1 w1=$2 w2=$3 scratch=$4 local=${5:-}
@@ -284,13 +284,10 @@ sleep 1
 ref1=$(modref) ino1=$(inodes)
 [ "$ref1" = "$ref0" ] && pass "hostile: module reference count back to $ref0" ||
 	fail "hostile: module reference count back to $ref0 (now $ref1)"
-if [ "$ino0" = '?' ] || [ "$ino1" = '?' ]; then
-	skip "hostile: inode cache back to its size" "no pohmel_inode_cache in /proc/slabinfo"
-elif [ "$ino1" -le $((ino0 + 32)) ]; then
-	pass "hostile: inode cache back to its size ($ino0 -> $ino1 objects)"
-else
-	fail "hostile: inode cache back to its size ($ino0 -> $ino1 objects)"
-fi
+# SLUB's active object count moves by whole slabs: a number to read, not
+# to test. A leaked inode shows as "Busy inodes" at umount, and as
+# "Objects remaining" when the harness unloads the module at the end.
+diag "pohmel_inode_cache active objects: $ino0 before, $ino1 after"
 if dmesg | grep -q 'Busy inodes after unmount'; then
 	fail "hostile: no busy inodes after unmount"
 else
