@@ -326,9 +326,10 @@ static void conn_up(struct pohmel_conn *c, struct socket *sock)
 /* The socket broke: everything sent on it goes back to QUEUED. */
 static void conn_down(struct pohmel_conn *c)
 {
-	struct pohmel_req *req;
+	struct pohmel_req *req, *tmp;
 	struct socket *sock;
 	unsigned long tag;
+	LIST_HEAD(done);
 	void *entry;
 
 	mutex_lock(&c->send_mutex);
@@ -336,15 +337,31 @@ static void conn_down(struct pohmel_conn *c)
 	c->up = false;
 	sock = c->sock;
 	c->sock = NULL;
-	list_for_each_entry(req, &c->queue, list)
-		if (req->state == POHMEL_RS_SENT)
-			req->state = POHMEL_RS_QUEUED;
+	list_for_each_entry_safe(req, tmp, &c->queue, list) {
+		if (req->state != POHMEL_RS_SENT)
+			continue;
+		if (req->op == POHMEL_OP_BYE) {
+			/*
+			 * The server ends the session and closes after BYE;
+			 * a close is as good as the reply (which it may have
+			 * overtaken). Replaying BYE would only loop.
+			 */
+			finish_req_locked(c, req, 0);
+			list_add(&req->list, &done);
+			continue;
+		}
+		req->state = POHMEL_RS_QUEUED;
+	}
 	/* replies to requests given up can no longer come */
 	xa_for_each(&c->tags, tag, entry)
 		if (xa_is_value(entry))
 			xa_erase(&c->tags, tag);
 	spin_unlock(&c->lock);
 	mutex_unlock(&c->send_mutex);
+	list_for_each_entry_safe(req, tmp, &done, list) {
+		list_del_init(&req->list);
+		pohmel_req_put(req);	/* the queue's reference */
+	}
 	if (sock) {
 		mutex_lock(&c->sock_mutex);	/* conn_shutdown() is done */
 		kernel_sock_shutdown(sock, SHUT_RDWR);

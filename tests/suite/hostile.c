@@ -136,7 +136,9 @@ static const struct scenario scenarios[] = {
 	{ "hello-features", W_HELLO, 2, "HELLO reply with unknown feature bits" },
 	{ "hello-garbage", W_HELLO, 2, "HELLO reply replaced by garbage" },
 	{ "hello-stall", W_HELLO, 1, "no HELLO reply, silence" },
+	{ "hello-close", W_HELLO, 2, "close instead of the HELLO reply" },
 	{ "auth-attr", W_AUTH, 2, "AUTH reply with a malformed root attr" },
+	{ "auth-close", W_AUTH, 2, "close instead of the AUTH reply" },
 	{ "reconnect-close", W_CONN, 3, "close the connection at once" },
 };
 static const struct scenario *sc;
@@ -426,7 +428,8 @@ static void hostile_reply(struct conn *c, uint8_t *m, uint32_t len, uint16_t op)
 			c->close_after = 1;
 		else
 			c->stalled = 1;
-	} else if (!strcmp(n, "drop-close")) {
+	} else if (!strcmp(n, "drop-close") || !strcmp(n, "hello-close") ||
+		   !strcmp(n, "auth-close")) {
 		c->close_after = 1;
 	} else if (!strcmp(n, "stall-noread") || !strcmp(n, "hello-stall")) {
 		c->stalled = 1;
@@ -612,8 +615,13 @@ static void serve(int cfd, int uport)
 			}
 		}
 		if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
-			if (!fill(c.ufd, &c.in_u))
+			if (!fill(c.ufd, &c.in_u)) {
+				/* pohmeld closed (after BYE): deliver what it said */
+				fcntl(cfd, F_SETFL, 0);
+				while (c.out_c.len && drain(cfd, &c.out_c))
+					;
 				break;
+			}
 			if (c.stalled)
 				c.in_u.len = 0;
 			else if (parse(&c, &c.in_u, 1) < 0)

@@ -80,9 +80,12 @@ hello-maxmsg mount
 hello-features mount
 hello-garbage mount
 auth-attr mount
+hello-stall mount
 hello-magic rehello
 hello-garbage rehello
 auth-attr rehello
+hello-close rehello
+auth-close rehello
 reconnect-close rehello
 "
 only=${POHMEL_HOSTILE:-}
