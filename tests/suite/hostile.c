@@ -113,6 +113,7 @@ static const struct scenario scenarios[] = {
 	{ "dirent-namelen", W_DIRENT, 1, "readdir entry name length past the end" },
 	{ "dirent-count", W_DIRENT, 1, "readdir count larger than the entries" },
 	{ "dirent-name", W_DIRENT, 1, "readdir entry name with a '/'" },
+	{ "dirent-loop", W_DIRENT, 2, "two READDIRs answered with the first listing, no EOF" },
 	{ "read-count", W_READ, 1, "READ reply count larger than its data" },
 	{ "unknown-tag", W_ANY, 1, "a reply to a tag never sent, then the real one" },
 	{ "dup-tag", W_ANY, 1, "the reply sent twice" },
@@ -218,6 +219,7 @@ struct conn {
 	int armed_at_start;		/* armed before this connection began */
 	uint32_t last_tag;
 	struct buf held;		/* reorder: replies held back */
+	struct buf listing;		/* dirent-loop: the first listing */
 	int nheld;
 	unsigned long long held_since;
 };
@@ -465,6 +467,20 @@ static void from_server(struct conn *c, uint8_t *m, uint32_t len)
 			flush_held(c);
 		return;
 	}
+	if (!strcmp(sc->name, "dirent-loop") && op == OP_READDIR &&
+	    (c->listing.len || applies(c, m, op, len)) && fired < sc->times &&
+	    !get32(m + H_STATUS)) {
+		/* the next READDIR gets the first listing again, no end */
+		if (!c->listing.len) {
+			put32(m + HDR + 124, 0);
+			buf_add(&c->listing, m, HDR + len);
+		}
+		memcpy(c->listing.p + H_TAG, m + H_TAG, 4);
+		fired++;
+		say("fired dirent-loop on op %u len %u", op, len);
+		to_client(c, c->listing.p, c->listing.len);
+		return;
+	}
 	if (applies(c, m, op, len))
 		hostile_reply(c, m, len, op);
 	else
@@ -559,6 +575,7 @@ static void serve(int cfd, int uport)
 	int one = 1;
 
 	free(c.in_c.p); free(c.in_u.p); free(c.out_c.p); free(c.out_u.p); free(c.held.p);
+	free(c.listing.p);
 	memset(&c, 0, sizeof(c));
 	c.cfd = cfd;
 	setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));

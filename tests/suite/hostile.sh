@@ -55,6 +55,7 @@ attr-id0 detect
 dirent-namelen detect
 dirent-count detect
 dirent-name detect
+dirent-loop errno
 read-count detect
 unknown-tag detect
 dup-tag detect
