@@ -57,16 +57,44 @@ int pohmel_conn_recv_all(struct socket *sock, void *buf, size_t len)
 	return 0;
 }
 
-/* Take @req off the queue and finish it with @err. Must hold c->lock. */
-static void finish_req_locked(struct pohmel_conn *c, struct pohmel_req *req,
-			      int err)
+/*
+ * Give up @req's tag. A request on the current socket that was not
+ * answered may still get its reply: its tag stays reserved
+ * (POHMEL_TAG_GONE) until then or until the socket goes.
+ */
+static void put_tag_locked(struct pohmel_conn *c, struct pohmel_req *req,
+			   bool answered)
 {
 	lockdep_assert_held(&c->lock);
+	if (!answered && req->state == POHMEL_RS_SENT)
+		xa_store(&c->tags, req->tag, POHMEL_TAG_GONE, GFP_ATOMIC);
+	else
+		xa_erase(&c->tags, req->tag);
+}
+
+static void complete_req_locked(struct pohmel_conn *c, struct pohmel_req *req,
+				int err)
+{
 	list_del_init(&req->list);
-	xa_erase(&c->tags, req->tag);
 	req->err = err;
 	req->state = POHMEL_RS_DONE;
 	complete_all(&req->done);
+}
+
+/* Take @req off the queue and fail it with @err. Must hold c->lock. */
+static void finish_req_locked(struct pohmel_conn *c, struct pohmel_req *req,
+			      int err)
+{
+	put_tag_locked(c, req, false);
+	complete_req_locked(c, req, err);
+}
+
+/* @req got its reply: finish it with @err. Must hold c->lock. */
+static void answer_req_locked(struct pohmel_conn *c, struct pohmel_req *req,
+			      int err)
+{
+	put_tag_locked(c, req, true);
+	complete_req_locked(c, req, err);
 }
 
 /* Write @req to the socket. Must hold c->send_mutex. */
@@ -98,7 +126,9 @@ static void try_send(struct pohmel_conn *c, struct pohmel_req *req)
 {
 	bool go;
 
-	mutex_lock(&c->send_mutex);
+	/* killed while a send is stuck: the waiter gives up at once */
+	if (mutex_lock_killable(&c->send_mutex))
+		return;
 	spin_lock(&c->lock);
 	go = c->up && c->sock && req->state == POHMEL_RS_QUEUED;
 	if (go)
@@ -121,8 +151,9 @@ static int submit(struct pohmel_conn *c, struct pohmel_req *req)
 	if (req->overflow)
 		return -EOVERFLOW;
 	pohmel_req_set_hdr(req);
-	err = xa_alloc_cyclic(&c->tags, &tag, req, xa_limit_32b,
-			      &c->next_tag, GFP_NOFS);
+	err = xa_alloc_cyclic(&c->tags, &tag, req,
+			      XA_LIMIT(1, POHMEL_TAG_MAX), &c->next_tag,
+			      GFP_NOFS);
 	if (err < 0)
 		return err;
 	req->tag = tag;
@@ -152,7 +183,7 @@ static int cancel(struct pohmel_conn *c, struct pohmel_req *req, int err)
 		err = req->err;
 	} else {
 		list_del_init(&req->list);
-		xa_erase(&c->tags, req->tag);
+		put_tag_locked(c, req, false);
 		req->state = POHMEL_RS_CANCELLED;
 		owned = true;
 	}
@@ -236,7 +267,12 @@ static int conn_connect(struct pohmel_conn *c, struct socket **sockp)
 	if (err)
 		goto err_sock;
 	sock->sk->sk_rcvtimeo = MAX_SCHEDULE_TIMEOUT;
-	sock->sk->sk_sndtimeo = MAX_SCHEDULE_TIMEOUT;
+	/*
+	 * A server that stops reading must not hold a soft mount's sender
+	 * (and everyone queued on send_mutex behind it) past timeo: the
+	 * failed send drops the connection.
+	 */
+	sock->sk->sk_sndtimeo = c->soft ? c->timeo : MAX_SCHEDULE_TIMEOUT;
 	*sockp = sock;
 	return 0;
 
@@ -290,26 +326,66 @@ static void conn_up(struct pohmel_conn *c, struct socket *sock)
 /* The socket broke: everything sent on it goes back to QUEUED. */
 static void conn_down(struct pohmel_conn *c)
 {
-	struct pohmel_req *req;
+	struct pohmel_req *req, *tmp;
 	struct socket *sock;
+	unsigned long tag;
+	LIST_HEAD(done);
+	void *entry;
 
 	mutex_lock(&c->send_mutex);
 	spin_lock(&c->lock);
 	c->up = false;
 	sock = c->sock;
 	c->sock = NULL;
-	list_for_each_entry(req, &c->queue, list)
-		if (req->state == POHMEL_RS_SENT)
-			req->state = POHMEL_RS_QUEUED;
+	list_for_each_entry_safe(req, tmp, &c->queue, list) {
+		if (req->state != POHMEL_RS_SENT)
+			continue;
+		if (req->op == POHMEL_OP_BYE) {
+			/*
+			 * The server ends the session and closes after BYE;
+			 * a close is as good as the reply (which it may have
+			 * overtaken). Replaying BYE would only loop.
+			 */
+			finish_req_locked(c, req, 0);
+			list_add(&req->list, &done);
+			continue;
+		}
+		req->state = POHMEL_RS_QUEUED;
+	}
+	/* replies to requests given up can no longer come */
+	xa_for_each(&c->tags, tag, entry)
+		if (xa_is_value(entry))
+			xa_erase(&c->tags, tag);
 	spin_unlock(&c->lock);
 	mutex_unlock(&c->send_mutex);
+	list_for_each_entry_safe(req, tmp, &done, list) {
+		list_del_init(&req->list);
+		pohmel_req_put(req);	/* the queue's reference */
+	}
 	if (sock) {
+		mutex_lock(&c->sock_mutex);	/* conn_shutdown() is done */
 		kernel_sock_shutdown(sock, SHUT_RDWR);
 		sock_release(sock);
+		mutex_unlock(&c->sock_mutex);
 	}
 }
 
-static void queue_recall(struct pohmel_conn *c, const void *body)
+/* Break the current socket from outside: stuck senders and recv fail. */
+static void conn_shutdown(struct pohmel_conn *c)
+{
+	struct socket *sock;
+
+	mutex_lock(&c->sock_mutex);
+	spin_lock(&c->lock);
+	sock = c->sock;
+	spin_unlock(&c->lock);
+	if (sock)
+		kernel_sock_shutdown(sock, SHUT_RDWR);
+	mutex_unlock(&c->sock_mutex);
+}
+
+/* Returns -EPROTO when the server floods us with more than we can ack. */
+static int queue_recall(struct pohmel_conn *c, const void *body)
 {
 	struct pohmel_req *ack;
 
@@ -318,13 +394,21 @@ static void queue_recall(struct pohmel_conn *c, const void *body)
 	ack = pohmel_req_alloc(c, POHMEL_OP_RECALL_ACK, POHMEL_RECALL_SIZE,
 			       false);
 	if (!ack)
-		return;
+		return 0;
 	memcpy(pohmel_req_append(ack, POHMEL_RECALL_SIZE), body,
 	       POHMEL_RECALL_SIZE);
 	spin_lock(&c->lock);
+	if (c->nr_recalls >= POHMEL_MAX_RECALLS) {
+		/* dropping the connection ends every grant anyway */
+		spin_unlock(&c->lock);
+		pohmel_req_put(ack);
+		return -EPROTO;
+	}
+	c->nr_recalls++;
 	list_add_tail(&ack->list, &c->recalls);
 	spin_unlock(&c->lock);
 	schedule_work(&c->recall_work);
+	return 0;
 }
 
 static void recall_work(struct work_struct *work)
@@ -337,17 +421,19 @@ static void recall_work(struct work_struct *work)
 		spin_lock(&c->lock);
 		ack = list_first_entry_or_null(&c->recalls, struct pohmel_req,
 					       list);
-		if (ack)
+		if (ack) {
 			list_del_init(&ack->list);
+			c->nr_recalls--;
+		}
 		spin_unlock(&c->lock);
 		if (!ack)
 			break;
 		if (c->ops && c->ops->recall)
 			c->ops->recall(c->priv, (const void *)(ack->sbuf +
 							    POHMEL_HDR_SIZE));
-		/* fire and forget: a reply, if any, finds no tag and is dropped */
+		/* fire and forget: recv_one drops its reply by the tag */
 		pohmel_req_set_hdr(ack);
-		ack->tag = 0xffffffff;
+		ack->tag = POHMEL_TAG_RECALL_ACK;
 		mutex_lock(&c->send_mutex);
 		if (c->sock && !send_req(c, ack))
 			atomic64_inc(&c->stats.ops[POHMEL_OP_RECALL_ACK]);
@@ -362,7 +448,8 @@ static int recv_one(struct pohmel_conn *c, struct socket *sock)
 	struct pohmel_hdr h;
 	struct pohmel_req *req;
 	u8 *buf = NULL;
-	u32 len, status;
+	u32 len, status, tag;
+	void *entry;
 	int err;
 
 	err = pohmel_conn_recv_all(sock, &h, sizeof(h));
@@ -382,33 +469,48 @@ static int recv_one(struct pohmel_conn *c, struct socket *sock)
 	}
 	atomic64_add(POHMEL_HDR_SIZE + len, &c->stats.bytes_recv);
 	if (be16_to_cpu(h.flags) & POHMEL_HF_SERVER) {
-		queue_recall(c, buf);
+		err = pohmel_check_recall((const void *)buf) ?:
+		      queue_recall(c, buf);
+		if (err)
+			goto proto;
 		goto out_free;
 	}
 
+	tag = be32_to_cpu(h.tag);
 	spin_lock(&c->lock);
-	req = xa_load(&c->tags, be32_to_cpu(h.tag));
-	if (!req || req->state != POHMEL_RS_SENT) {
-		/* a reply for a request whose waiter gave up */
+	entry = xa_load(&c->tags, tag);
+	if (xa_is_value(entry)) {
+		/* late: the waiter gave up */
+		xa_erase(&c->tags, tag);
 		spin_unlock(&c->lock);
 		goto out_free;
+	}
+	req = entry;
+	if (!req || req->state != POHMEL_RS_SENT) {
+		spin_unlock(&c->lock);
+		/* the answer to an ack the recall work sent and forgot */
+		if (tag == POHMEL_TAG_RECALL_ACK &&
+		    be16_to_cpu(h.op) == POHMEL_OP_RECALL_ACK && !len)
+			goto out_free;
+		/* a tag never sent on this socket, or answered already */
+		goto proto;
 	}
 	status = be32_to_cpu(h.status);
 	pr_debug("reply op %u tag %u status %u len %u\n", be16_to_cpu(h.op),
 		 req->tag, status, len);
 	if (be16_to_cpu(h.op) != req->op) {
-		finish_req_locked(c, req, -EIO);
+		answer_req_locked(c, req, -EIO);
 		err = -EPROTO;
 	} else if (status) {
-		finish_req_locked(c, req, pohmel_status_to_errno(status));
+		answer_req_locked(c, req, pohmel_status_to_errno(status));
 	} else if (pohmel_check_reply(req, buf, len)) {
-		finish_req_locked(c, req, -EIO);
+		answer_req_locked(c, req, -EIO);
 		err = -EPROTO;
 	} else {
 		req->rbuf = buf;
 		req->rlen = len;
 		buf = NULL;
-		finish_req_locked(c, req, 0);
+		answer_req_locked(c, req, 0);
 	}
 	spin_unlock(&c->lock);
 	pohmel_req_put(req);		/* the queue's reference */
@@ -462,6 +564,7 @@ static int conn_thread(void *data)
 			err = recv_one(c, sock);
 			if (err)
 				break;
+			cond_resched();	/* a flood must not hog the CPU */
 		}
 		conn_down(c);
 		if (kthread_should_stop())
@@ -503,6 +606,7 @@ int pohmel_conn_init(struct pohmel_conn *c)
 	INIT_LIST_HEAD(&c->recalls);
 	xa_init_flags(&c->tags, XA_FLAGS_ALLOC1);
 	mutex_init(&c->send_mutex);
+	mutex_init(&c->sock_mutex);
 	INIT_WORK(&c->recall_work, recall_work);
 	pohmel_session_init(&c->sess);
 	return 0;
@@ -528,10 +632,15 @@ int pohmel_conn_start(struct pohmel_conn *c)
 	return 0;
 }
 
-/* umount -f: fail whatever waits now; new requests still queue. */
+/*
+ * umount -f: fail whatever waits now and start over on a new connection
+ * (a sender may be stuck on a server that stopped reading); new requests
+ * still queue.
+ */
 void pohmel_conn_abort(struct pohmel_conn *c)
 {
 	fail_all(c, -EIO);
+	conn_shutdown(c);
 }
 
 /* Unmount: fail whatever still waits, stop the thread, close. */

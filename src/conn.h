@@ -82,6 +82,20 @@ struct pohmel_session {
 	u8 root_attr[POHMEL_ATTR_SIZE];	/* wire copy from the AUTH reply */
 };
 
+/*
+ * Tags: 1..POHMEL_TAG_MAX for requests that wait for their reply;
+ * POHMEL_TAG_RECALL_ACK for the acks the recall work sends and forgets.
+ * A request given up while on the wire leaves POHMEL_TAG_GONE in the tag
+ * table until its reply comes or the socket goes, so that a reply to a
+ * tag never sent (or answered twice) can be told from a late one.
+ */
+#define POHMEL_TAG_MAX		0xfffffffeU
+#define POHMEL_TAG_RECALL_ACK	0xffffffffU
+#define POHMEL_TAG_GONE		xa_mk_value(0)
+
+/* Unacknowledged RECALLs one connection may queue before it is dropped. */
+#define POHMEL_MAX_RECALLS	1024
+
 struct pohmel_conn;
 
 /* What the layer above wants to hear about. */
@@ -109,10 +123,17 @@ struct pohmel_conn {
 	 */
 	struct mutex send_mutex;
 	struct socket *sock;		/* send_mutex (and lock to publish) */
+	/*
+	 * sock_mutex lets umount -f shut the socket down without
+	 * send_mutex, which a sender stuck on a server that stopped reading
+	 * may hold for ever; conn_down takes it to release the socket.
+	 */
+	struct mutex sock_mutex;
 
 	struct task_struct *task;	/* receive / reconnect thread */
 	struct work_struct recall_work;
 	struct list_head recalls;	/* pending recall bodies; lock */
+	unsigned int nr_recalls;	/* entries on recalls; lock */
 
 	struct sockaddr_storage addr;
 	int addrlen;
@@ -165,6 +186,7 @@ void pohmel_req_set_hdr(struct pohmel_req *req);
 int pohmel_check_hdr(const struct pohmel_hdr *h, u32 max_msg);
 int pohmel_check_reply(const struct pohmel_req *req, const u8 *p, u32 len);
 int pohmel_check_attr(const struct pohmel_attr *a);
+int pohmel_check_recall(const struct pohmel_recall *r);
 int pohmel_check_name(const u8 *name, u32 len);
 bool pohmel_op_needs_seq(u16 op);
 int pohmel_status_to_errno(u32 status);

@@ -194,7 +194,7 @@ static int do_remove(struct inode *dir, struct dentry *dentry, u16 op)
 	pohmel_refresh_inode(dir, &pdir, POHMEL_REFRESH_OWN);
 	if (op == POHMEL_OP_RMDIR)
 		clear_nlink(inode);
-	else
+	else if (inode->i_nlink)	/* the server may have said 0 already */
 		drop_nlink(inode);
 	pohmel_invalidate_attrs(inode);
 	return 0;
@@ -241,7 +241,7 @@ static int pohmel_rename(POHMEL_IDMAP_PARAM struct inode *odir,
 		} else {
 			if (S_ISDIR(target->i_mode))
 				clear_nlink(target);
-			else
+			else if (target->i_nlink)
 				drop_nlink(target);
 			pohmel_invalidate_attrs(target);
 		}

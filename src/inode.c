@@ -78,11 +78,20 @@ void pohmel_evict_inode(struct inode *inode)
 	WARN_ON_ONCE(!list_empty(&POHMEL_I(inode)->handles));
 }
 
+/*
+ * An inode whose type the server now reports differently (a broken or
+ * hostile server) is not the one asked for: a fresh inode takes over
+ * rather than every later lookup failing with ESTALE on the cached one.
+ * (A new inode's type is still 0 while pohmel_iget() fills it in.)
+ */
 static int pohmel_test_inode(struct inode *inode, void *data)
 {
 	const struct pohmel_fattr *fa = data;
 	struct pohmel_inode *pi = POHMEL_I(inode);
+	umode_t type = inode->i_mode & S_IFMT;
 
+	if (type && type != (fa->mode & S_IFMT))
+		return 0;
 	return pi->oid.id == fa->oid.id && pi->oid.gen == fa->oid.gen;
 }
 

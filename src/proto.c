@@ -172,11 +172,13 @@ int pohmel_check_hdr(const struct pohmel_hdr *h, u32 max_msg)
 	return 0;
 }
 
+/*
+ * Only errnos userspace knows pass: 512 and up are the kernel's own
+ * (-ERESTARTSYS, -EIOCBQUEUED, ...) and mean something else to the VFS.
+ */
 int pohmel_status_to_errno(u32 status)
 {
-	if (status == POHMEL_ERR_SEQ_OLD)
-		return -EIO;
-	if (status == 0 || status >= MAX_ERRNO)
+	if (status == 0 || status >= ERESTARTSYS)
 		return -EIO;
 	return -(int)status;
 }
@@ -215,6 +217,16 @@ int pohmel_check_attr(const struct pohmel_attr *a)
 		return -EINVAL;
 	if ((s64)be64_to_cpu(a->size) < 0)
 		return -EINVAL;
+	return 0;
+}
+
+/* A RECALL body: a real object, and a grant it can be lowered to. */
+int pohmel_check_recall(const struct pohmel_recall *r)
+{
+	if (!r->oid.id)
+		return -EPROTO;
+	if (be32_to_cpu(r->to) > POHMEL_GRANT_SHARED)
+		return -EPROTO;
 	return 0;
 }
 
@@ -266,6 +278,8 @@ static int check_xattr(const struct pohmel_req *req, const u8 *p, u32 len)
 	if (len < POHMEL_XATTR_REPLY_SIZE)
 		return -EPROTO;
 	vlen = be32_to_cpu(r->valuelen);
+	if (vlen > POHMEL_XATTR_SIZE_MAX)
+		return -EPROTO;
 	len -= POHMEL_XATTR_REPLY_SIZE;
 	/* value sent only when the caller had room for it */
 	if (len && (len != vlen || vlen > req->want))

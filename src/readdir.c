@@ -53,6 +53,7 @@ static int pohmel_readdir(struct file *file, struct dir_context *ctx)
 		dc->eof = false;
 	}
 	for (;;) {
+		u64 asked = cookie;
 		bool any = false;
 
 		err = pohmel_rpc_readdir(&sbi->conn, &POHMEL_I(dir)->oid,
@@ -88,6 +89,17 @@ static int pohmel_readdir(struct file *file, struct dir_context *ctx)
 			/* not at the end, yet nothing came: a broken server */
 			pr_warn_ratelimited("empty READDIR reply before the end of directory %llu\n",
 					    POHMEL_I(dir)->oid.id);
+			err = -EIO;
+			break;
+		}
+		if (cookie == asked) {
+			/*
+			 * It resumes where we asked again: a broken server
+			 * would have us list the same entries for ever.
+			 */
+			pr_warn_ratelimited("READDIR of directory %llu does not advance\n",
+					    POHMEL_I(dir)->oid.id);
+			dc->eof = true;
 			err = -EIO;
 			break;
 		}

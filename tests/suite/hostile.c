@@ -1,0 +1,719 @@
+/* hostile: a misbehaving POHMELFS server for the hostile group (hostile.sh).
+ *
+ *   hostile -p PORT -u UPSTREAM_PORT -s SCENARIO [-a] [-l LOG]
+ *
+ * Listens on 127.0.0.1:PORT and proxies every connection to the real pohmeld
+ * on 127.0.0.1:UPSTREAM_PORT, message by message, so that a mount works
+ * normally. Once armed (SIGUSR1, or -a: from the start) it misbehaves as
+ * SCENARIO says on the next reply(s) from the server (see the table below),
+ * then goes back to proxying faithfully on later connections, so that the
+ * client can show it recovered. Every time the scenario fires it writes a
+ * line "fired SCENARIO ..." to the log (stderr or -l LOG), so the test can
+ * tell a scenario that never triggered from one the client survived.
+ * One client connection at a time (a kernel mount has one).
+ *
+ *   hostile round DIR N SRC SRC2 NAME [big] [parallel] [short]
+ *
+ * The operations the test runs on the hostile mount (hostile_round.c), in
+ * one process (an exec costs a lot under TCG): stat, list, read (O_DIRECT
+ * when N > 1), write, create, unlink, small reads, each reported as "op 0"
+ * or "op ERRNO". Each operation gets SIGALRM after 20 s: a hang ends the
+ * round early.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- the wire format, as in src/pohmel_proto.h (big-endian) ---------- */
+#define HDR 32
+#define MAX_MSG ((1u << 20) + 4096)
+#define ATTR 120
+#define OP_HELLO 1
+#define OP_AUTH 2
+#define OP_PING 3
+#define OP_LOOKUP 4
+#define OP_GETATTR 5
+#define OP_SETATTR 6
+#define OP_READDIR 7
+#define OP_CREATE 8
+#define OP_MKDIR 9
+#define OP_UNLINK 14
+#define OP_RMDIR 15
+#define OP_OPEN 17
+#define OP_READ 19
+#define OP_WRITE 20
+#define OP_FSYNC 21
+#define OP_RECALL 29
+#define OP_RECALL_ACK 30
+#define HF_REPLY 1
+#define HF_SERVER 2
+/* offsets in a header */
+#define H_LEN 0
+#define H_OP 4
+#define H_FLAGS 6
+#define H_TAG 8
+#define H_STATUS 12
+/* offsets in an attr */
+#define A_ID 0
+#define A_ATIME_NSEC 48
+#define A_MODE 88
+#define A_NLINK 92
+/* the recall ids this tool makes up: the client's acks to them stay here */
+#define FAKE_RECALL_ID 0x8000000000000000ull
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+static uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) << 32 | get32(p + 4); }
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = v >> 24; p[1] = v >> 16; p[2] = v >> 8; p[3] = v;
+}
+static void put16(uint8_t *p, uint16_t v) { p[0] = v >> 8; p[1] = v; }
+static void put64(uint8_t *p, uint64_t v) { put32(p, v >> 32); put32(p + 4, (uint32_t)v); }
+
+/* ---- scenarios ----------------------------------------------------------- */
+enum when { W_ANY, W_ATTR, W_DIRENT, W_READ, W_HELLO, W_AUTH, W_CONN };
+struct scenario {
+	const char *name;
+	enum when when;		/* which reply it applies to */
+	int times;		/* how often it fires once armed (0: for ever) */
+	const char *what;
+};
+static const struct scenario scenarios[] = {
+	{ "garbage", W_ANY, 1, "the reply replaced by 64 random bytes" },
+	{ "len-huge", W_ANY, 1, "header length 1 GiB (above max_msg)" },
+	{ "len-maxmsg", W_ANY, 1, "header length max_msg + 1" },
+	{ "body-long", W_ANY, 1, "16 bytes more body than the opcode has" },
+	{ "body-short", W_ATTR, 1, "body cut to 8 bytes (shorter than the fixed part)" },
+	{ "err-body", W_ANY, 1, "an error status with a body" },
+	{ "bad-status", W_ANY, 1, "status 0x7fffffff (not an errno)" },
+	{ "status-internal", W_READ, 1, "READ status 529, the kernel's internal EIOCBQUEUED" },
+	{ "bad-flags", W_ANY, 1, "unknown header flag bits" },
+	{ "bad-op", W_ANY, 1, "reply with another opcode than the request" },
+	{ "no-reply-flag", W_ANY, 1, "reply without HF_REPLY" },
+	{ "attr-mode", W_ATTR, 1, "attr with an invalid file type" },
+	{ "attr-nsec", W_ATTR, 1, "attr with nsec >= 1e9" },
+	{ "attr-id0", W_ATTR, 1, "attr with object id 0" },
+	{ "attr-type", W_ATTR, 1, "attr of a known object with another (valid) type" },
+	{ "attr-nlink0", W_ATTR, 0, "every attr says nlink 0" },
+	{ "dirent-namelen", W_DIRENT, 1, "readdir entry name length past the end" },
+	{ "dirent-count", W_DIRENT, 1, "readdir count larger than the entries" },
+	{ "dirent-name", W_DIRENT, 1, "readdir entry name with a '/'" },
+	{ "dirent-loop", W_DIRENT, 2, "two READDIRs answered with the first listing, no EOF" },
+	{ "read-count", W_READ, 1, "READ reply count larger than its data" },
+	{ "unknown-tag", W_ANY, 1, "a reply to a tag never sent, then the real one" },
+	{ "dup-tag", W_ANY, 1, "the reply sent twice" },
+	{ "reorder", W_ANY, 0, "replies held back and sent in reverse order" },
+	{ "recall-garbage", W_ANY, 1, "a RECALL with object id 0 and target 9" },
+	{ "recall-len", W_ANY, 1, "a RECALL with an 8-byte body" },
+	{ "server-op", W_ANY, 1, "a server message with opcode READ" },
+	{ "flood", W_ANY, 1, "20000 unsolicited RECALLs before the reply" },
+	{ "hdr-close", W_ANY, 1, "10 bytes of the header, then close" },
+	{ "body-close", W_ANY, 1, "header and half the body, then close" },
+	{ "drop-close", W_ANY, 1, "no reply, close" },
+	{ "stall-hdr", W_ANY, 1, "10 bytes of the header, then silence" },
+	{ "stall-body", W_ANY, 1, "header and half the body, then silence" },
+	{ "stall-noread", W_ANY, 1, "no reply and stop reading the client" },
+	{ "stall-hard", W_ANY, 1, "as stall-hdr (the test mounts hard)" },
+	{ "hello-magic", W_HELLO, 2, "HELLO reply with a wrong magic" },
+	{ "hello-version", W_HELLO, 2, "HELLO reply with major version 99" },
+	{ "hello-maxmsg", W_HELLO, 2, "HELLO reply with max_msg 16" },
+	{ "hello-features", W_HELLO, 2, "HELLO reply with unknown feature bits" },
+	{ "hello-garbage", W_HELLO, 2, "HELLO reply replaced by garbage" },
+	{ "hello-stall", W_HELLO, 1, "no HELLO reply, silence" },
+	{ "hello-close", W_HELLO, 2, "close instead of the HELLO reply" },
+	{ "auth-attr", W_AUTH, 2, "AUTH reply with a malformed root attr" },
+	{ "auth-close", W_AUTH, 2, "close instead of the AUTH reply" },
+	{ "reconnect-close", W_CONN, 3, "close the connection at once" },
+};
+static const struct scenario *sc;
+
+static volatile sig_atomic_t armed;
+static int fired;
+static FILE *logf;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	armed = 1;
+}
+
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfprintf(logf, fmt, ap);
+	va_end(ap);
+	fputc('\n', logf);
+	fflush(logf);
+}
+
+static unsigned long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000 + (unsigned long long)ts.tv_nsec / 1000000;
+}
+
+static uint32_t rnd_state = 12345;
+static uint32_t rnd(void)
+{
+	rnd_state = rnd_state * 1103515245 + 12345;
+	return rnd_state >> 8;
+}
+
+/* ---- buffers --------------------------------------------------------------- */
+struct buf {
+	uint8_t *p;
+	size_t len, cap;
+};
+
+static void buf_add(struct buf *b, const void *d, size_t n)
+{
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap ? b->cap : 65536;
+
+		while (cap < b->len + n)
+			cap *= 2;
+		b->p = realloc(b->p, cap);
+		if (!b->p) {
+			say("out of memory");
+			exit(1);
+		}
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, d, n);
+	b->len += n;
+}
+
+static void buf_drop(struct buf *b, size_t n)
+{
+	memmove(b->p, b->p + n, b->len - n);
+	b->len -= n;
+}
+
+/* ---- one client connection --------------------------------------------------- */
+struct conn {
+	int cfd, ufd;
+	struct buf in_c, in_u;		/* read, not yet parsed */
+	struct buf out_c, out_u;	/* to write */
+	int stalled;			/* no more to the client */
+	int noread;			/* stopped reading the client */
+	int close_after;		/* close once out_c is written */
+	int armed_at_start;		/* armed before this connection began */
+	uint32_t last_tag;
+	struct buf held;		/* reorder: replies held back */
+	struct buf listing;		/* dirent-loop: the first listing */
+	int nheld;
+	unsigned long long held_since;
+};
+
+static int attr_op(uint16_t op)
+{
+	switch (op) {
+	case OP_LOOKUP: case OP_GETATTR: case OP_SETATTR: case OP_READDIR:
+	case OP_CREATE: case OP_MKDIR: case OP_UNLINK: case OP_RMDIR:
+	case OP_OPEN: case OP_READ: case OP_WRITE: case OP_FSYNC:
+		return 1;
+	}
+	return 0;
+}
+
+static void to_client(struct conn *c, const uint8_t *m, size_t n)
+{
+	if (!c->stalled)
+		buf_add(&c->out_c, m, n);
+}
+
+static void fake_recall(struct conn *c, uint64_t id, uint32_t to, uint32_t len, uint16_t op)
+{
+	uint8_t m[HDR + 32] = {0};
+
+	put32(m + H_LEN, len);
+	put16(m + H_OP, op);
+	put16(m + H_FLAGS, HF_SERVER);
+	put64(m + HDR, id);
+	put64(m + HDR + 8, 1);
+	put32(m + HDR + 16, to);
+	put64(m + HDR + 24, FAKE_RECALL_ID | rnd());
+	to_client(c, m, HDR + len);
+}
+
+static void flush_held(struct conn *c)
+{
+	/* reverse order: walk the held messages back to front */
+	size_t offs[256];
+	int n = 0, i;
+	size_t off = 0;
+
+	while (off < c->held.len && n < 256) {
+		offs[n++] = off;
+		off += HDR + get32(c->held.p + off);
+	}
+	for (i = n - 1; i >= 0; i--)
+		to_client(c, c->held.p + offs[i], HDR + get32(c->held.p + offs[i]));
+	if (n > 1)
+		say("fired reorder: %d replies sent in reverse order", n);
+	c->held.len = 0;
+	c->nheld = 0;
+}
+
+/* Does the scenario apply to this reply? */
+static int applies(const struct conn *c, const uint8_t *m, uint16_t op, uint32_t len)
+{
+	uint16_t rop = op;
+
+	(void)c;
+	if (!armed || (sc->times && fired >= sc->times))
+		return 0;
+	switch (sc->when) {
+	case W_HELLO:
+		return rop == OP_HELLO;
+	case W_AUTH:
+		return rop == OP_AUTH && len == ATTR;
+	case W_CONN:
+		return 0;
+	default:
+		break;
+	}
+	if (rop == OP_HELLO || rop == OP_AUTH || (get16(m + H_FLAGS) & HF_SERVER))
+		return 0;
+	switch (sc->when) {
+	case W_ATTR:
+		return attr_op(rop) && len >= ATTR && !get32(m + H_STATUS);
+	case W_DIRENT:
+		return rop == OP_READDIR && len > 128 + 136 && get32(m + HDR + 120) > 0;
+	case W_READ:
+		return rop == OP_READ && len >= 128 && !get32(m + H_STATUS);
+	default:
+		return 1;
+	}
+}
+
+static void hostile_reply(struct conn *c, uint8_t *m, uint32_t len, uint16_t op)
+{
+	const char *n = sc->name;
+	uint8_t *b = m + HDR;
+	size_t i;
+
+	fired++;
+	say("fired %s on op %u tag %u len %u", n, op, get32(m + H_TAG), len);
+	if (!strcmp(n, "garbage") || !strcmp(n, "hello-garbage")) {
+		uint8_t g[64];
+
+		for (i = 0; i < sizeof(g); i++)
+			g[i] = (uint8_t)rnd();
+		to_client(c, g, sizeof(g));
+	} else if (!strcmp(n, "len-huge")) {
+		put32(m + H_LEN, 1u << 30);
+		to_client(c, m, HDR + len);
+	} else if (!strcmp(n, "len-maxmsg")) {
+		put32(m + H_LEN, MAX_MSG + 1);
+		to_client(c, m, HDR + len);
+		for (i = len; i < MAX_MSG + 1; i += 4096) {
+			static const uint8_t z[4096];
+			size_t k = MAX_MSG + 1 - i < 4096 ? MAX_MSG + 1 - i : 4096;
+
+			to_client(c, z, k);
+		}
+	} else if (!strcmp(n, "body-long")) {
+		uint8_t z[16] = {0};
+
+		put32(m + H_LEN, len + 16);
+		to_client(c, m, HDR + len);
+		to_client(c, z, 16);
+	} else if (!strcmp(n, "body-short")) {
+		put32(m + H_LEN, 8);
+		to_client(c, m, HDR + 8);
+	} else if (!strcmp(n, "err-body")) {
+		put32(m + H_STATUS, 5);
+		to_client(c, m, HDR + len);
+	} else if (!strcmp(n, "bad-status")) {
+		put32(m + H_STATUS, 0x7fffffff);
+		put32(m + H_LEN, 0);
+		to_client(c, m, HDR);
+	} else if (!strcmp(n, "status-internal")) {
+		put32(m + H_STATUS, 529);
+		put32(m + H_LEN, 0);
+		to_client(c, m, HDR);
+	} else if (!strcmp(n, "bad-flags")) {
+		put16(m + H_FLAGS, get16(m + H_FLAGS) | 0x0100);
+		to_client(c, m, HDR + len);
+	} else if (!strcmp(n, "bad-op")) {
+		put16(m + H_OP, op == OP_PING ? OP_GETATTR : OP_PING);
+		to_client(c, m, HDR + len);
+	} else if (!strcmp(n, "no-reply-flag")) {
+		put16(m + H_FLAGS, 0);
+		to_client(c, m, HDR + len);
+	} else if (!strcmp(n, "attr-mode")) {
+		put32(b + A_MODE, 0170644);
+		to_client(c, m, HDR + len);
+	} else if (!strcmp(n, "attr-nsec")) {
+		put32(b + A_ATIME_NSEC, 2000000000u);
+		to_client(c, m, HDR + len);
+	} else if (!strcmp(n, "attr-id0")) {
+		put64(b + A_ID, 0);
+		to_client(c, m, HDR + len);
+	} else if (!strcmp(n, "attr-type")) {
+		uint32_t mode = get32(b + A_MODE);
+
+		put32(b + A_MODE, (mode & 0170000) == 0040000 ? 0100644 : 0040755);
+		to_client(c, m, HDR + len);
+	} else if (!strcmp(n, "attr-nlink0")) {
+		put32(b + A_NLINK, 0);
+		to_client(c, m, HDR + len);
+	} else if (!strcmp(n, "dirent-namelen")) {
+		put16(b + 128 + 128, 0xffff);
+		to_client(c, m, HDR + len);
+	} else if (!strcmp(n, "dirent-count")) {
+		put32(b + 120, get32(b + 120) + 3);
+		to_client(c, m, HDR + len);
+	} else if (!strcmp(n, "dirent-name")) {
+		b[128 + 136] = '/';
+		to_client(c, m, HDR + len);
+	} else if (!strcmp(n, "read-count")) {
+		put32(b + 120, get32(b + 120) + 100);
+		to_client(c, m, HDR + len);
+	} else if (!strcmp(n, "unknown-tag")) {
+		uint8_t f[HDR + 256];
+		uint32_t fl = len < 256 ? len : 0;
+
+		memcpy(f, m, HDR + fl);
+		put32(f + H_LEN, fl);
+		put32(f + H_TAG, c->last_tag + 1000);
+		to_client(c, f, HDR + fl);
+		to_client(c, m, HDR + len);
+	} else if (!strcmp(n, "dup-tag")) {
+		to_client(c, m, HDR + len);
+		to_client(c, m, HDR + len);
+	} else if (!strcmp(n, "recall-garbage")) {
+		fake_recall(c, 0, 9, 32, OP_RECALL);
+		to_client(c, m, HDR + len);
+	} else if (!strcmp(n, "recall-len")) {
+		fake_recall(c, 1, 0, 8, OP_RECALL);
+		to_client(c, m, HDR + len);
+	} else if (!strcmp(n, "server-op")) {
+		fake_recall(c, 1, 0, 32, OP_READ);
+		to_client(c, m, HDR + len);
+	} else if (!strcmp(n, "flood")) {
+		for (i = 0; i < 20000; i++)
+			fake_recall(c, 1000000 + rnd(), 0, 32, OP_RECALL);
+		to_client(c, m, HDR + len);
+	} else if (!strcmp(n, "hdr-close") || !strcmp(n, "stall-hdr") ||
+		   !strcmp(n, "stall-hard")) {
+		to_client(c, m, 10);
+		if (n[0] == 'h')
+			c->close_after = 1;
+		else
+			c->stalled = 1;
+	} else if (!strcmp(n, "body-close") || !strcmp(n, "stall-body")) {
+		to_client(c, m, HDR + len / 2);
+		if (n[0] == 'b')
+			c->close_after = 1;
+		else
+			c->stalled = 1;
+	} else if (!strcmp(n, "drop-close") || !strcmp(n, "hello-close") ||
+		   !strcmp(n, "auth-close")) {
+		c->close_after = 1;
+	} else if (!strcmp(n, "stall-noread") || !strcmp(n, "hello-stall")) {
+		c->stalled = 1;
+		c->noread = 1;
+	} else if (!strcmp(n, "hello-magic")) {
+		put32(b, 0x12345678);
+		to_client(c, m, HDR + len);
+	} else if (!strcmp(n, "hello-version")) {
+		put16(b + 4, 99);
+		to_client(c, m, HDR + len);
+	} else if (!strcmp(n, "hello-maxmsg")) {
+		put32(b + 16, 16);
+		to_client(c, m, HDR + len);
+	} else if (!strcmp(n, "hello-features")) {
+		put64(b + 8, get64(b + 8) | (1ull << 40));
+		to_client(c, m, HDR + len);
+	} else if (!strcmp(n, "auth-attr")) {
+		put32(b + A_MODE, 0170000);
+		to_client(c, m, HDR + len);
+	} else {
+		to_client(c, m, HDR + len);
+	}
+}
+
+/* One complete message from the server. */
+static void from_server(struct conn *c, uint8_t *m, uint32_t len)
+{
+	uint16_t op = get16(m + H_OP);
+
+	if (!strcmp(sc->name, "reorder") && armed && op != OP_HELLO && op != OP_AUTH) {
+		if (!c->nheld)
+			c->held_since = now_ms();
+		buf_add(&c->held, m, HDR + len);
+		if (++c->nheld >= 3)
+			flush_held(c);
+		return;
+	}
+	if (!strcmp(sc->name, "dirent-loop") && op == OP_READDIR &&
+	    (c->listing.len || applies(c, m, op, len)) && fired < sc->times &&
+	    !get32(m + H_STATUS)) {
+		/* the next READDIR gets the first listing again, no end */
+		if (!c->listing.len) {
+			put32(m + HDR + 124, 0);
+			buf_add(&c->listing, m, HDR + len);
+		}
+		memcpy(c->listing.p + H_TAG, m + H_TAG, 4);
+		fired++;
+		say("fired dirent-loop on op %u len %u", op, len);
+		to_client(c, c->listing.p, c->listing.len);
+		return;
+	}
+	if (applies(c, m, op, len))
+		hostile_reply(c, m, len, op);
+	else
+		to_client(c, m, HDR + len);
+}
+
+/* One complete message from the client. */
+static void from_client(struct conn *c, uint8_t *m, uint32_t len)
+{
+	uint16_t op = get16(m + H_OP);
+	uint32_t tag = get32(m + H_TAG);
+
+	if (tag != 0xffffffff && tag > c->last_tag)
+		c->last_tag = tag;
+	/* acks to the recalls we made up: pohmeld never sent those */
+	if (op == OP_RECALL_ACK && len == 32 && (get64(m + HDR + 24) & FAKE_RECALL_ID))
+		return;
+	buf_add(&c->out_u, m, HDR + len);
+}
+
+/* Parse complete messages out of @in. Returns -1 on a framing error. */
+static int parse(struct conn *c, struct buf *in, int server)
+{
+	size_t off = 0;
+
+	while (in->len - off >= HDR) {
+		uint32_t len = get32(in->p + off + H_LEN);
+
+		if (len > 2 * MAX_MSG) {
+			say("%s sent a message of %u bytes: closing", server ? "server" : "client", len);
+			return -1;
+		}
+		if (in->len - off < HDR + len)
+			break;
+		if (server)
+			from_server(c, in->p + off, len);
+		else
+			from_client(c, in->p + off, len);
+		off += HDR + len;
+	}
+	buf_drop(in, off);
+	return 0;
+}
+
+/* Read what is there into @b; 0 on EOF or error. */
+static int fill(int fd, struct buf *b)
+{
+	uint8_t tmp[65536];
+	ssize_t n = read(fd, tmp, sizeof(tmp));
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 1;
+	if (n <= 0)
+		return 0;
+	buf_add(b, tmp, (size_t)n);
+	return 1;
+}
+
+/* Write what we can of @b; 0 on error. */
+static int drain(int fd, struct buf *b)
+{
+	ssize_t n;
+
+	if (!b->len)
+		return 1;
+	n = write(fd, b->p, b->len);
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR;
+	buf_drop(b, (size_t)n);
+	return 1;
+}
+
+static int connect_upstream(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		close(fd);
+		return -1;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+static void serve(int cfd, int uport)
+{
+	static struct conn c;
+	int one = 1;
+
+	free(c.in_c.p); free(c.in_u.p); free(c.out_c.p); free(c.out_u.p); free(c.held.p);
+	free(c.listing.p);
+	memset(&c, 0, sizeof(c));
+	c.cfd = cfd;
+	setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (sc->when == W_CONN && armed && (!sc->times || fired < sc->times)) {
+		fired++;
+		say("fired %s: connection %d closed at once", sc->name, fired);
+		close(cfd);
+		return;
+	}
+	c.ufd = connect_upstream(uport);
+	if (c.ufd < 0) {
+		say("cannot reach pohmeld on port %d: %s", uport, strerror(errno));
+		close(cfd);
+		return;
+	}
+	fcntl(cfd, F_SETFL, O_NONBLOCK);
+	fcntl(c.ufd, F_SETFL, O_NONBLOCK);
+	c.armed_at_start = armed;
+	for (;;) {
+		struct pollfd p[2] = {
+			{ .fd = cfd, .events = c.noread ? POLLRDHUP : POLLIN },
+			{ .fd = c.ufd, .events = POLLIN },
+		};
+		int tmo = c.nheld ? 20 : 1000, r;
+
+		/* a scenario about connecting, armed now: make the client reconnect */
+		if (armed && !c.armed_at_start && sc->when >= W_HELLO) {
+			say("armed: closing the connection so that the client reconnects");
+			break;
+		}
+
+		if (c.out_c.len)
+			p[0].fd = cfd, p[0].events |= POLLOUT;
+		if (c.out_u.len)
+			p[1].events |= POLLOUT;
+		r = poll(p, 2, tmo);
+		if (r < 0 && errno != EINTR)
+			break;
+		if (c.nheld && now_ms() - c.held_since >= 20)
+			flush_held(&c);
+		if (r <= 0)
+			continue;
+		if (c.noread && (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR)))
+			break;
+		if (!c.noread && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+			if (!fill(cfd, &c.in_c))
+				break;
+			if (c.stalled) {
+				c.in_c.len = 0;		/* silence: swallow what comes */
+			} else if (parse(&c, &c.in_c, 0) < 0) {
+				break;
+			}
+		}
+		if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+			if (!fill(c.ufd, &c.in_u)) {
+				/* pohmeld closed (after BYE): deliver what it said */
+				fcntl(cfd, F_SETFL, 0);
+				while (c.out_c.len && drain(cfd, &c.out_c))
+					;
+				break;
+			}
+			if (c.stalled)
+				c.in_u.len = 0;
+			else if (parse(&c, &c.in_u, 1) < 0)
+				break;
+		}
+		if ((p[0].revents & POLLOUT) && !drain(cfd, &c.out_c))
+			break;
+		if ((p[1].revents & POLLOUT) && !drain(c.ufd, &c.out_u))
+			break;
+		if (c.close_after && !c.out_c.len) {
+			say("closing the connection");
+			break;
+		}
+	}
+	close(cfd);
+	close(c.ufd);
+}
+
+/* hostile_round.c: the operations the test runs, in one process */
+int do_round(int argc, char **argv);
+
+int main(int argc, char **argv)
+{
+	int port = 0, uport = 7349, opt, lfd, one = 1;
+	const char *name = NULL, *logp = NULL;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	size_t i;
+
+	logf = stderr;
+	if (argc > 1 && !strcmp(argv[1], "round"))
+		return do_round(argc, argv);
+	while ((opt = getopt(argc, argv, "p:u:s:al:")) != -1) {
+		switch (opt) {
+		case 'p': port = atoi(optarg); break;
+		case 'u': uport = atoi(optarg); break;
+		case 's': name = optarg; break;
+		case 'a': armed = 1; break;
+		case 'l': logp = optarg; break;
+		default: goto usage;
+		}
+	}
+	for (i = 0; name && i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
+		if (!strcmp(scenarios[i].name, name))
+			sc = &scenarios[i];
+	if (!port || !sc)
+		goto usage;
+	if (logp && !(logf = fopen(logp, "a"))) {
+		perror(logp);
+		return 1;
+	}
+	sigaction(SIGUSR1, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	a.sin_port = htons((uint16_t)port);
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(lfd, 4) < 0) {
+		say("listen on port %d: %s", port, strerror(errno));
+		return 1;
+	}
+	say("listening on %d for %s (%s), upstream %d", port, sc->name, sc->what, uport);
+	for (;;) {
+		int cfd = accept(lfd, NULL, NULL);
+
+		if (cfd < 0) {
+			if (errno == EINTR)
+				continue;
+			say("accept: %s", strerror(errno));
+			return 1;
+		}
+		say("connection");
+		serve(cfd, uport);
+		say("connection ended");
+	}
+usage:
+	fprintf(stderr, "usage: hostile -p PORT [-u UPSTREAM_PORT] -s SCENARIO [-a] [-l LOG]\nscenarios:\n");
+	for (i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
+		fprintf(stderr, "  %-16s %s\n", scenarios[i].name, scenarios[i].what);
+	return 2;
+}
