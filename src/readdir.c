@@ -314,8 +314,13 @@ static int pohmel_readdir(struct file *file, struct dir_context *ctx)
 		dc->dc = dcache_get(dir, epoch);
 		pohmel_dcache_put(dc->build);
 		dc->build = NULL;
-		if (!dc->dc && epoch) {
-			/* read it all under this epoch: keep the listing */
+		/*
+		 * Read it all under this epoch: keep the listing. Only if we
+		 * may search the directory: the server leaves out entries
+		 * it cannot open as a caller who may not.
+		 */
+		if (!dc->dc && epoch &&
+		    !pohmel_permission_noidmap(dir, MAY_EXEC)) {
 			dc->build = dcache_new(epoch);
 			dc->build_epoch = epoch;
 		}
