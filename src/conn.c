@@ -366,7 +366,7 @@ static void recall_work(struct work_struct *work)
 						    struct pohmel_recall_work,
 						    work);
 	struct pohmel_conn *c = w->c;
-	const struct pohmel_conn_ops *ops = READ_ONCE(c->ops);
+	const struct pohmel_conn_ops *ops;
 	struct pohmel_req *ack;
 	bool same;
 	s64 ns;
@@ -374,8 +374,14 @@ static void recall_work(struct work_struct *work)
 	/* a recall from a lost connection: its grants are gone anyway */
 	if (READ_ONCE(c->gen) != w->gen)
 		goto out;
+	/* counted before ops is read: see pohmel_conn_stop_recalls() */
+	atomic_inc(&c->recalls_active);
+	smp_mb__after_atomic();
+	ops = READ_ONCE(c->ops);
 	if (ops && ops->recall)
 		ops->recall(c->priv, (const void *)w->body);
+	if (atomic_dec_and_test(&c->recalls_active))
+		wake_up_all(&c->recalls_idle);
 	/* fire and forget: the empty reply finds no tag and is dropped */
 	ack = pohmel_req_alloc(c, POHMEL_OP_RECALL_ACK, POHMEL_RECALL_SIZE,
 			       false);
@@ -585,6 +591,8 @@ int pohmel_conn_init(struct pohmel_conn *c)
 {
 	spin_lock_init(&c->lock);
 	spin_lock_init(&c->recall_lock);
+	init_waitqueue_head(&c->recalls_idle);
+	atomic_set(&c->recalls_active, 0);
 	INIT_LIST_HEAD(&c->queue);
 	xa_init_flags(&c->tags, XA_FLAGS_ALLOC1);
 	mutex_init(&c->send_mutex);
@@ -650,6 +658,14 @@ void pohmel_conn_stop(struct pohmel_conn *c)
 void pohmel_conn_stop_recalls(struct pohmel_conn *c)
 {
 	WRITE_ONCE(c->ops, NULL);
-	if (c->recall_wq)
-		flush_workqueue(c->recall_wq);
+	smp_mb();
+	/*
+	 * A recall may be writing back through a server that is gone: while
+	 * the connection is down, fail what waits (as umount -f would), or
+	 * a hard mount could never be unmounted.
+	 */
+	while (!wait_event_timeout(c->recalls_idle,
+				   !atomic_read(&c->recalls_active), HZ))
+		if (!pohmel_conn_is_up(c))
+			fail_all(c, -EIO);
 }

@@ -13,6 +13,7 @@
 #include <linux/mutex.h>
 #include <linux/socket.h>
 #include <linux/spinlock.h>
+#include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
 
@@ -134,6 +135,8 @@ struct pohmel_conn {
 
 	struct task_struct *task;	/* receive / reconnect thread */
 	struct workqueue_struct *recall_wq;	/* one work item per RECALL */
+	atomic_t recalls_active;	/* work items inside ops->recall */
+	wait_queue_head_t recalls_idle;	/* ... woken when none is */
 	/*
 	 * gen counts connections: it moves when a socket is lost, which
 	 * ends every grant given on it (written under lock by the receive
