@@ -374,8 +374,8 @@ static void recall_work(struct work_struct *work)
 	/* a recall from a lost connection: its grants are gone anyway */
 	if (READ_ONCE(c->gen) != w->gen)
 		goto out;
-	/* counted before ops is read: see pohmel_conn_stop_recalls() */
 	atomic_inc(&c->recalls_active);
+	/* count, then read ops: pairs with pohmel_conn_stop_recalls() */
 	smp_mb__after_atomic();
 	ops = READ_ONCE(c->ops);
 	if (ops && ops->recall)
@@ -498,6 +498,7 @@ static int recv_one(struct pohmel_conn *c, struct socket *sock)
 		req->rbuf = buf;
 		req->rlen = len;
 		req->gen = c->gen;
+		req->rseq = ++c->reply_seq;
 		buf = NULL;
 		finish_req_locked(c, req, 0);
 	}
@@ -658,6 +659,7 @@ void pohmel_conn_stop(struct pohmel_conn *c)
 void pohmel_conn_stop_recalls(struct pohmel_conn *c)
 {
 	WRITE_ONCE(c->ops, NULL);
+	/* clear ops, then read the count: pairs with recall_work() */
 	smp_mb();
 	/*
 	 * A recall may be writing back through a server that is gone: while

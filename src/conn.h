@@ -49,6 +49,7 @@ struct pohmel_req {
 	u32 xflags;			/* op-specific hint for reply checks */
 	u64 stamp;			/* conn->recall_seq when submitted */
 	u32 gen;			/* conn->gen the reply arrived on */
+	u64 rseq;			/* conn->reply_seq: arrival order */
 	u32 want;			/* READ: bytes asked */
 	int err;			/* result once DONE: 0 or -errno */
 	/* request: header + payload; hdr.tag/seq are patched when sent */
@@ -143,6 +144,7 @@ struct pohmel_conn {
 	 * thread; read locklessly to test a grant).
 	 */
 	u32 gen;
+	u64 reply_seq;			/* replies received, ever; lock */
 	bool grants;			/* FEAT_GRANTS wanted (mount option) */
 	/* recall_lock protects recall_seq and recall_ring */
 	spinlock_t recall_lock;

@@ -78,7 +78,15 @@ static int pohmel_d_revalidate(POHMEL_D_REVALIDATE_PARAMS)
 	pd = dget_parent(dentry);
 	parent = d_inode(pd);
 	e0 = pohmel_grant_epoch(parent);
-	if (e0 && dentry->d_time == (unsigned long)e0) {
+	inode = d_inode(dentry);
+	/*
+	 * The name is good under the directory's epoch; the object behind
+	 * it is checked too (as the LOOKUP below would) unless it holds a
+	 * grant itself: what the VFS caches without asking us (ACLs) must
+	 * not outlive a change made elsewhere.
+	 */
+	if (e0 && dentry->d_time == (unsigned long)e0 &&
+	    (!inode || pohmel_grant(inode, NULL) != POHMEL_GRANT_NONE)) {
 		atomic64_inc(&sbi->stats.dentry_hits);
 		dput(pd);
 		return 1;
@@ -92,7 +100,6 @@ static int pohmel_d_revalidate(POHMEL_D_REVALIDATE_PARAMS)
 	atomic64_inc(&sbi->stats.dentry_misses);
 	if (!e0)	/* a new epoch: the LOOKUP below checks the name */
 		e0 = pohmel_dir_epoch(parent);
-	inode = d_inode(dentry);
 	take_dentry_name_snapshot(&snap, dentry);
 	err = pohmel_rpc_lookup(&sbi->conn, &POHMEL_I(parent)->oid,
 				snap.name.name, snap.name.len, &fa);

@@ -65,6 +65,7 @@ struct inode *pohmel_alloc_inode(struct super_block *sb)
 	pi->grant = POHMEL_GRANT_NONE;
 	pi->grant_gen = 0;
 	pi->epoch = 0;
+	pi->attr_rseq = 0;
 	pi->dcache = NULL;
 	return &pi->vfs_inode;
 }
@@ -218,6 +219,17 @@ int pohmel_refresh_inode(struct inode *inode, const struct pohmel_fattr *fa,
 		return -ESTALE;
 
 	spin_lock(&pi->lock);
+	/*
+	 * Replies are applied by their waiters, in any order: one that
+	 * arrived before the reply last applied describes an older state
+	 * (and the server recorded the later grant), so it is dropped.
+	 */
+	if (fa->rseq && fa->rseq < pi->attr_rseq) {
+		spin_unlock(&pi->lock);
+		return 0;
+	}
+	if (fa->rseq)
+		pi->attr_rseq = fa->rseq;
 	moved = pi->change != fa->change;
 	stale = pi->attr_time && moved && !(flags & POHMEL_REFRESH_OWN);
 	pi->change = fa->change;

@@ -123,6 +123,7 @@ struct pohmel_inode {
 	u32 grant;
 	u32 grant_gen;
 	u64 epoch;
+	u64 attr_rseq;			/* arrival order of the reply applied */
 	struct pohmel_dcache *dcache;	/* complete listing, or NULL */
 };
 

@@ -53,6 +53,7 @@ void pohmel_decode_attr(const void *wire, struct pohmel_fattr *fa)
 	fa->grant = be32_to_cpu(a->grant);
 	fa->stamp = 0;
 	fa->gen = 0;		/* no grant unless it came in a reply */
+	fa->rseq = 0;
 }
 
 /* An attr of @req's reply: remember which request and connection. */
@@ -64,6 +65,7 @@ static void reply_attr(const struct pohmel_req *req, const void *wire,
 	pohmel_decode_attr(wire, fa);
 	fa->stamp = req->stamp;
 	fa->gen = req->gen;
+	fa->rseq = req->rseq;
 }
 
 static int check_name_arg(const char *name, u32 len)

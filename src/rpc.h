@@ -37,6 +37,7 @@ struct pohmel_fattr {
 	/* which reply it came in: for the grant rules (conn.h) */
 	u64 stamp;			/* recalls seen when the request left */
 	u32 gen;			/* connection it was answered on; 0: none */
+	u64 rseq;			/* arrival order of that reply; 0: none */
 };
 
 struct pohmel_sattr {

@@ -28,7 +28,7 @@ mstat() {
 	!on { next }
 	key == "ops" && $1 == "ops:" { for (i = 2; i <= NF; i++) { split($i, kv, "="); s += kv[2] } found = 1 }
 	key != "ops" && $1 == key ":" { s = $2; found = 1 }
-	END { print found ? s + 0 : "missing" }' /proc/self/mountstats
+	END { if (found) printf "%.0f\n", s; else print "missing" }' /proc/self/mountstats
 }
 # ops_of MNT: "name=count ..." of the requests MNT sent
 ops_of() {
