@@ -46,6 +46,18 @@
 #define pohmel_generic_permission(inode, mask) \
 	generic_permission(POHMEL_IDMAP_ARG (inode), (mask))
 
+/* generic_permission() outside an inode operation (no idmapped mounts) */
+#if defined(HAVE_MNT_IDMAP)
+#define pohmel_permission_noidmap(inode, mask) \
+	generic_permission(&nop_mnt_idmap, (inode), (mask))
+#elif defined(HAVE_USERNS_IOPS)
+#define pohmel_permission_noidmap(inode, mask) \
+	generic_permission(&init_user_ns, (inode), (mask))
+#else
+#define pohmel_permission_noidmap(inode, mask) \
+	generic_permission((inode), (mask))
+#endif
+
 /* --- 6.15: ->mkdir returns a dentry (ERR_PTR(0) == NULL: "use mine") -- */
 #ifdef HAVE_MKDIR_RETURNS_DENTRY
 #define POHMEL_MKDIR_RET	struct dentry *

@@ -168,6 +168,9 @@ static int submit(struct pohmel_conn *c, struct pohmel_req *req)
 	req->state = POHMEL_RS_QUEUED;
 	list_add_tail(&req->list, &c->queue);
 	spin_unlock(&c->lock);
+	spin_lock(&c->recall_lock);
+	req->stamp = c->recall_seq;
+	spin_unlock(&c->recall_lock);
 	atomic64_inc(&c->stats.ops[req->op]);
 	try_send(c, req);
 	return 0;
@@ -337,6 +340,8 @@ static void conn_down(struct pohmel_conn *c)
 	c->up = false;
 	sock = c->sock;
 	c->sock = NULL;
+	if (sock)	/* grants end with their connection */
+		WRITE_ONCE(c->gen, c->gen + 1);
 	list_for_each_entry_safe(req, tmp, &c->queue, list) {
 		if (req->state != POHMEL_RS_SENT)
 			continue;
@@ -384,62 +389,143 @@ static void conn_shutdown(struct pohmel_conn *c)
 	mutex_unlock(&c->sock_mutex);
 }
 
-/* Returns -EPROTO when the server floods us with more than we can ack. */
-static int queue_recall(struct pohmel_conn *c, const void *body)
-{
-	struct pohmel_req *ack;
+/* One RECALL, handled on c->recall_wq and acknowledged from there. */
+struct pohmel_recall_work {
+	struct work_struct work;
+	struct pohmel_conn *c;
+	u32 gen;			/* the connection it came on */
+	ktime_t arrived;
+	u8 body[POHMEL_RECALL_SIZE];
+};
 
-	atomic64_inc(&c->stats.recalls);
-	/* RECALL_ACK carries the same body; it is sent by the work item */
-	ack = pohmel_req_alloc(c, POHMEL_OP_RECALL_ACK, POHMEL_RECALL_SIZE,
-			       false);
-	if (!ack)
-		return 0;
-	memcpy(pohmel_req_append(ack, POHMEL_RECALL_SIZE), body,
-	       POHMEL_RECALL_SIZE);
-	spin_lock(&c->lock);
-	if (c->nr_recalls >= POHMEL_MAX_RECALLS) {
-		/* dropping the connection ends every grant anyway */
-		spin_unlock(&c->lock);
-		pohmel_req_put(ack);
-		return -EPROTO;
+/*
+ * The highest grant a reply may give on object @id when its request was
+ * submitted at @stamp: capped by every RECALL of @id that arrived since.
+ */
+u32 pohmel_conn_grant_cap(struct pohmel_conn *c, u64 id, u64 stamp,
+			  u32 grant)
+{
+	const struct pohmel_recall_rec *r;
+	u64 s;
+
+	spin_lock(&c->recall_lock);
+	if (c->recall_seq - stamp >= POHMEL_RECALL_RING) {
+		grant = POHMEL_GRANT_NONE;
+	} else {
+		for (s = stamp + 1; s <= c->recall_seq; s++) {
+			r = &c->recall_ring[s % POHMEL_RECALL_RING];
+			if (r->id == id && r->to < grant)
+				grant = r->to;
+		}
 	}
-	c->nr_recalls++;
-	list_add_tail(&ack->list, &c->recalls);
-	spin_unlock(&c->lock);
-	schedule_work(&c->recall_work);
-	return 0;
+	spin_unlock(&c->recall_lock);
+	return grant;
+}
+
+static void update_max(atomic64_t *max, s64 v)
+{
+	s64 old = atomic64_read(max);
+
+	while (v > old) {
+		s64 seen = atomic64_cmpxchg(max, old, v);
+
+		if (seen == old)
+			break;
+		old = seen;
+	}
 }
 
 static void recall_work(struct work_struct *work)
 {
-	struct pohmel_conn *c = container_of(work, struct pohmel_conn,
-					     recall_work);
+	struct pohmel_recall_work *w = container_of(work,
+						    struct pohmel_recall_work,
+						    work);
+	struct pohmel_conn *c = w->c;
+	const struct pohmel_conn_ops *ops;
 	struct pohmel_req *ack;
+	bool same;
+	s64 ns;
 
-	for (;;) {
-		spin_lock(&c->lock);
-		ack = list_first_entry_or_null(&c->recalls, struct pohmel_req,
-					       list);
-		if (ack) {
-			list_del_init(&ack->list);
-			c->nr_recalls--;
-		}
-		spin_unlock(&c->lock);
-		if (!ack)
-			break;
-		if (c->ops && c->ops->recall)
-			c->ops->recall(c->priv, (const void *)(ack->sbuf +
-							    POHMEL_HDR_SIZE));
-		/* fire and forget: recv_one drops its reply by the tag */
-		pohmel_req_set_hdr(ack);
-		ack->tag = POHMEL_TAG_RECALL_ACK;
-		mutex_lock(&c->send_mutex);
-		if (c->sock && !send_req(c, ack))
-			atomic64_inc(&c->stats.ops[POHMEL_OP_RECALL_ACK]);
-		mutex_unlock(&c->send_mutex);
-		pohmel_req_put(ack);
+	/* a recall from a lost connection: its grants are gone anyway */
+	if (READ_ONCE(c->gen) != w->gen)
+		goto out;
+	atomic_inc(&c->recalls_active);
+	/* count, then read ops: pairs with pohmel_conn_stop_recalls() */
+	smp_mb__after_atomic();
+	ops = READ_ONCE(c->ops);
+	if (ops && ops->recall)
+		ops->recall(c->priv, (const void *)w->body);
+	if (atomic_dec_and_test(&c->recalls_active))
+		wake_up_all(&c->recalls_idle);
+	/* fire and forget: the empty reply finds no tag and is dropped */
+	ack = pohmel_req_alloc(c, POHMEL_OP_RECALL_ACK, POHMEL_RECALL_SIZE,
+			       false);
+	if (!ack)
+		goto out;
+	memcpy(pohmel_req_append(ack, POHMEL_RECALL_SIZE), w->body,
+	       POHMEL_RECALL_SIZE);
+	pohmel_req_set_hdr(ack);
+	ack->tag = POHMEL_TAG_RECALL_ACK;
+	mutex_lock(&c->send_mutex);
+	spin_lock(&c->lock);
+	same = c->sock && c->gen == w->gen;
+	spin_unlock(&c->lock);
+	if (same && !send_req(c, ack)) {
+		atomic64_inc(&c->stats.ops[POHMEL_OP_RECALL_ACK]);
+		atomic64_inc(&c->stats.recall_acks);
+		ns = ktime_to_ns(ktime_sub(ktime_get(), w->arrived));
+		atomic64_add(ns, &c->stats.recall_ns);
+		update_max(&c->stats.recall_max_ns, ns);
 	}
+	mutex_unlock(&c->send_mutex);
+	pohmel_req_put(ack);
+out:
+	atomic_dec(&c->nr_recalls);
+	kfree(w);
+}
+
+/*
+ * A RECALL arrived (receive thread): note it in the ring before any later
+ * reply is looked at, then let a work item flush, drop and ack, so that
+ * this thread goes on receiving the replies the flush waits for.
+ */
+static int queue_recall(struct pohmel_conn *c, const struct pohmel_hdr *h,
+			const void *body, u32 len)
+{
+	const struct pohmel_recall *rec = body;
+	struct pohmel_recall_rec *r;
+	struct pohmel_recall_work *w;
+
+	if (be16_to_cpu(h->op) != POHMEL_OP_RECALL ||
+	    len != POHMEL_RECALL_SIZE || pohmel_check_recall(rec))
+		return -EPROTO;
+	/* more unacked recalls than we can ack: a flood, drop the link
+	 * (which ends every grant anyway) */
+	if (atomic_inc_return(&c->nr_recalls) > POHMEL_MAX_RECALLS) {
+		atomic_dec(&c->nr_recalls);
+		return -EPROTO;
+	}
+	atomic64_inc(&c->stats.recalls);
+	spin_lock(&c->recall_lock);
+	c->recall_seq++;
+	r = &c->recall_ring[c->recall_seq % POHMEL_RECALL_RING];
+	r->id = be64_to_cpu(rec->oid.id);
+	r->seq = c->recall_seq;
+	r->to = min_t(u32, be32_to_cpu(rec->to), POHMEL_GRANT_SHARED);
+	spin_unlock(&c->recall_lock);
+
+	w = kzalloc(sizeof(*w), GFP_NOFS);
+	if (!w) {	/* no ack: the server's lease ends the grant */
+		atomic_dec(&c->nr_recalls);
+		return 0;
+	}
+	INIT_WORK(&w->work, recall_work);
+	w->c = c;
+	w->gen = c->gen;
+	w->arrived = ktime_get();
+	memcpy(w->body, body, POHMEL_RECALL_SIZE);
+	queue_work(c->recall_wq, &w->work);
+	return 0;
 }
 
 /* Receive one message. Returns 0, or -errno to drop the connection. */
@@ -469,8 +555,7 @@ static int recv_one(struct pohmel_conn *c, struct socket *sock)
 	}
 	atomic64_add(POHMEL_HDR_SIZE + len, &c->stats.bytes_recv);
 	if (be16_to_cpu(h.flags) & POHMEL_HF_SERVER) {
-		err = pohmel_check_recall((const void *)buf) ?:
-		      queue_recall(c, buf);
+		err = queue_recall(c, &h, buf, len);
 		if (err)
 			goto proto;
 		goto out_free;
@@ -509,6 +594,8 @@ static int recv_one(struct pohmel_conn *c, struct socket *sock)
 	} else {
 		req->rbuf = buf;
 		req->rlen = len;
+		req->gen = c->gen;
+		req->rseq = ++c->reply_seq;
 		buf = NULL;
 		answer_req_locked(c, req, 0);
 	}
@@ -602,14 +689,19 @@ static int conn_thread(void *data)
 int pohmel_conn_init(struct pohmel_conn *c)
 {
 	spin_lock_init(&c->lock);
+	spin_lock_init(&c->recall_lock);
+	init_waitqueue_head(&c->recalls_idle);
+	atomic_set(&c->recalls_active, 0);
 	INIT_LIST_HEAD(&c->queue);
-	INIT_LIST_HEAD(&c->recalls);
 	xa_init_flags(&c->tags, XA_FLAGS_ALLOC1);
 	mutex_init(&c->send_mutex);
 	mutex_init(&c->sock_mutex);
-	INIT_WORK(&c->recall_work, recall_work);
+	c->gen = 1;
+	c->grants = true;
 	pohmel_session_init(&c->sess);
-	return 0;
+	c->recall_wq = alloc_workqueue("pohmelfs-recall",
+				       WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	return c->recall_wq ? 0 : -ENOMEM;
 }
 
 /* First connection, in the mounter's context so errors reach mount(2). */
@@ -656,7 +748,30 @@ void pohmel_conn_stop(struct pohmel_conn *c)
 		c->task = NULL;
 	}
 	conn_down(c);
-	cancel_work_sync(&c->recall_work);
+	if (c->recall_wq) {
+		destroy_workqueue(c->recall_wq);	/* drains it first */
+		c->recall_wq = NULL;
+	}
 	fail_all(c, -EIO);
 	xa_destroy(&c->tags);
+}
+
+/*
+ * The layer above goes away (unmount): recalls from now on are only
+ * acknowledged, and none is still inside ops->recall on return.
+ */
+void pohmel_conn_stop_recalls(struct pohmel_conn *c)
+{
+	WRITE_ONCE(c->ops, NULL);
+	/* clear ops, then read the count: pairs with recall_work() */
+	smp_mb();
+	/*
+	 * A recall may be writing back through a server that is gone: while
+	 * the connection is down, fail what waits (as umount -f would), or
+	 * a hard mount could never be unmounted.
+	 */
+	while (!wait_event_timeout(c->recalls_idle,
+				   !atomic_read(&c->recalls_active), HZ))
+		if (!pohmel_conn_is_up(c))
+			fail_all(c, -EIO);
 }

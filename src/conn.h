@@ -13,6 +13,7 @@
 #include <linux/mutex.h>
 #include <linux/socket.h>
 #include <linux/spinlock.h>
+#include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
 
@@ -46,6 +47,9 @@ struct pohmel_req {
 	bool resent;			/* written to some socket already */
 	u64 seq;			/* 0, or assigned at first send */
 	u32 xflags;			/* op-specific hint for reply checks */
+	u64 stamp;			/* conn->recall_seq when submitted */
+	u32 gen;			/* conn->gen the reply arrived on */
+	u64 rseq;			/* conn->reply_seq: arrival order */
 	u32 want;			/* READ: bytes asked */
 	int err;			/* result once DONE: 0 or -errno */
 	/* request: header + payload; hdr.tag/seq are patched when sent */
@@ -67,7 +71,23 @@ struct pohmel_conn_stats {
 	atomic64_t replays;
 	atomic64_t timeouts;
 	atomic64_t proto_errors;
-	atomic64_t recalls;
+	atomic64_t recalls;		/* RECALLs received */
+	atomic64_t recall_acks;		/* RECALL_ACKs sent */
+	atomic64_t recall_ns;		/* sum of arrival-to-ack times */
+	atomic64_t recall_max_ns;	/* the longest of them */
+};
+
+/*
+ * The last POHMEL_RECALL_RING recalls, so that a reply to a request sent
+ * before a RECALL arrived carries at most that recall's target for its
+ * object (pohmel_proto.h: the per-object recall counter). A request
+ * older than the ring is treated as recalled to NONE on every object.
+ */
+#define POHMEL_RECALL_RING	64
+struct pohmel_recall_rec {
+	u64 id;
+	u64 seq;
+	u32 to;
 };
 
 struct pohmel_session {
@@ -100,7 +120,11 @@ struct pohmel_conn;
 
 /* What the layer above wants to hear about. */
 struct pohmel_conn_ops {
-	/* Server-initiated RECALL; called from a work item, may sleep. */
+	/*
+	 * Server-initiated RECALL; called from a work item, may sleep, but
+	 * must not wait for requests to the server that could be held up
+	 * behind this recall. RECALL_ACK is sent when it returns.
+	 */
 	void (*recall)(void *priv, const struct pohmel_recall *rec);
 };
 
@@ -131,9 +155,22 @@ struct pohmel_conn {
 	struct mutex sock_mutex;
 
 	struct task_struct *task;	/* receive / reconnect thread */
-	struct work_struct recall_work;
-	struct list_head recalls;	/* pending recall bodies; lock */
-	unsigned int nr_recalls;	/* entries on recalls; lock */
+	struct workqueue_struct *recall_wq;	/* one work item per RECALL */
+	atomic_t nr_recalls;		/* queued or running, < POHMEL_MAX_RECALLS */
+	atomic_t recalls_active;	/* work items inside ops->recall */
+	wait_queue_head_t recalls_idle;	/* ... woken when none is */
+	/*
+	 * gen counts connections: it moves when a socket is lost, which
+	 * ends every grant given on it (written under lock by the receive
+	 * thread; read locklessly to test a grant).
+	 */
+	u32 gen;
+	u64 reply_seq;			/* replies received, ever; lock */
+	bool grants;			/* FEAT_GRANTS wanted (mount option) */
+	/* recall_lock protects recall_seq and recall_ring */
+	spinlock_t recall_lock;
+	u64 recall_seq;			/* RECALLs received, ever */
+	struct pohmel_recall_rec recall_ring[POHMEL_RECALL_RING];
 
 	struct sockaddr_storage addr;
 	int addrlen;
@@ -155,11 +192,20 @@ static inline bool pohmel_conn_is_up(struct pohmel_conn *c)
 	return READ_ONCE(c->up);
 }
 
+/* The connection negotiated grants (a hint, like pohmel_conn_is_up). */
+static inline bool pohmel_conn_grants(struct pohmel_conn *c)
+{
+	return READ_ONCE(c->sess.features) & POHMEL_FEAT_GRANTS;
+}
+
 /* conn.c */
 int pohmel_conn_init(struct pohmel_conn *c);
+u32 pohmel_conn_grant_cap(struct pohmel_conn *c, u64 id, u64 stamp,
+			  u32 grant);
 int pohmel_conn_start(struct pohmel_conn *c);
 void pohmel_conn_stop(struct pohmel_conn *c);
 void pohmel_conn_abort(struct pohmel_conn *c);
+void pohmel_conn_stop_recalls(struct pohmel_conn *c);
 int pohmel_conn_call(struct pohmel_conn *c, struct pohmel_req *req);
 int pohmel_conn_call_async(struct pohmel_conn *c, struct pohmel_req *req);
 int pohmel_conn_send_all(struct socket *sock, const void *buf, size_t len);

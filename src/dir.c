@@ -4,6 +4,11 @@
  * mkdir, mknod, symlink, link, unlink, rmdir, rename (with NOREPLACE and
  * EXCHANGE). Each is one round trip; replies carry the attributes of the
  * object and of the directory afterwards, which refresh both.
+ *
+ * A dentry checked while its directory held a grant records the grant's
+ * epoch in d_time and is trusted, positive or negative, while the
+ * directory holds that epoch: any change of the directory by someone
+ * else recalls the grant first, which ends the epoch.
  */
 #include <linux/dcache.h>
 #include <linux/jiffies.h>
@@ -12,20 +17,34 @@
 
 #include "pohmel.h"
 
-static void set_dentry_time(struct dentry *dentry)
+/*
+ * @dentry was checked by a request sent while @dir held epoch @e0 (0: no
+ * grant): it is good for as long as @dir keeps @e0, if it still has it.
+ */
+static void set_dentry_epoch(struct dentry *dentry, struct inode *dir,
+			     u64 e0)
 {
-	dentry->d_time = jiffies;
+	dentry->d_time = e0 && pohmel_grant_epoch(dir) == e0 ?
+			 (unsigned long)e0 : 0;
 }
 
 static struct dentry *pohmel_lookup(struct inode *dir, struct dentry *dentry,
 				    unsigned int flags)
 {
+	struct pohmel_sb_info *sbi = POHMEL_SB(dir->i_sb);
+	u64 e0 = pohmel_dir_epoch(dir);
 	struct pohmel_fattr fa;
 	struct inode *inode = NULL;
 	int err;
 
 	if (dentry->d_name.len > POHMEL_NAME_MAX)
 		return ERR_PTR(-ENAMETOOLONG);
+	/* not in the complete listing of a granted directory: no such name */
+	if (e0 && pohmel_dcache_lookup(dir, &dentry->d_name, e0) == 0) {
+		atomic64_inc(&sbi->stats.neg_lookup_hits);
+		dentry->d_time = (unsigned long)e0;
+		return d_splice_alias(NULL, dentry);
+	}
 	err = pohmel_rpc_lookup(pohmel_conn(dir), &POHMEL_I(dir)->oid,
 				dentry->d_name.name, dentry->d_name.len, &fa);
 	if (err && err != -ENOENT)
@@ -35,13 +54,14 @@ static struct dentry *pohmel_lookup(struct inode *dir, struct dentry *dentry,
 		if (IS_ERR(inode))
 			return ERR_CAST(inode);
 	}
-	set_dentry_time(dentry);
+	set_dentry_epoch(dentry, dir, e0);
 	return d_splice_alias(inode, dentry);
 }
 
 /*
- * A dentry is trusted for attr_timeo after it was checked; then the
- * name is looked up again and must still lead to the same object.
+ * A dentry is trusted while its directory holds the grant epoch it was
+ * checked under; else the name is looked up again and must still lead
+ * to the same object.
  */
 static int pohmel_d_revalidate(POHMEL_D_REVALIDATE_PARAMS)
 {
@@ -51,28 +71,39 @@ static int pohmel_d_revalidate(POHMEL_D_REVALIDATE_PARAMS)
 	struct dentry *pd = NULL;
 	struct pohmel_fattr fa;
 	int err, ret;
+	u64 e0;
 
 	if (flags & LOOKUP_RCU)
 		return -ECHILD;
-	if (sbi->attr_timeo &&
-	    time_before(jiffies, dentry->d_time + sbi->attr_timeo)) {
+	pd = dget_parent(dentry);
+	parent = d_inode(pd);
+	e0 = pohmel_grant_epoch(parent);
+	inode = d_inode(dentry);
+	/*
+	 * The name is good under the directory's epoch; the object behind
+	 * it is checked too (as the LOOKUP below would) unless it holds a
+	 * grant itself: what the VFS caches without asking us (ACLs) must
+	 * not outlive a change made elsewhere.
+	 */
+	if (e0 && dentry->d_time == (unsigned long)e0 &&
+	    (!inode || pohmel_grant(inode, NULL) != POHMEL_GRANT_NONE)) {
 		atomic64_inc(&sbi->stats.dentry_hits);
+		dput(pd);
 		return 1;
 	}
 	if (!pohmel_conn_is_up(&sbi->conn) && d_really_is_positive(dentry)) {
 		/* the server is away: keep what we know (see getattr) */
 		atomic64_inc(&sbi->stats.dentry_hits);
+		dput(pd);
 		return 1;
 	}
 	atomic64_inc(&sbi->stats.dentry_misses);
-	inode = d_inode(dentry);
-	pd = dget_parent(dentry);
-	parent = d_inode(pd);
+	if (!e0)	/* a new epoch: the LOOKUP below checks the name */
+		e0 = pohmel_dir_epoch(parent);
 	take_dentry_name_snapshot(&snap, dentry);
 	err = pohmel_rpc_lookup(&sbi->conn, &POHMEL_I(parent)->oid,
 				snap.name.name, snap.name.len, &fa);
 	release_dentry_name_snapshot(&snap);
-	dput(pd);
 	if (err == -ENOENT) {
 		ret = inode ? 0 : 1;
 	} else if (err) {
@@ -86,7 +117,8 @@ static int pohmel_d_revalidate(POHMEL_D_REVALIDATE_PARAMS)
 		ret = pohmel_refresh_inode(inode, &fa, 0) ? 0 : 1;
 	}
 	if (ret == 1)
-		set_dentry_time(dentry);
+		set_dentry_epoch(dentry, parent, e0);
+	dput(pd);
 	return ret;
 }
 
@@ -105,7 +137,11 @@ static int instantiate(struct inode *dir, struct dentry *dentry,
 	inode = pohmel_iget(dir->i_sb, obj);
 	if (IS_ERR(inode))
 		return PTR_ERR(inode);
-	set_dentry_time(dentry);
+	/* the reply's own grant on @dir covers the new name */
+	set_dentry_epoch(dentry, dir, pohmel_grant_epoch(dir));
+	pohmel_dcache_add(dir, &dentry->d_name, obj);
+	if (S_ISDIR(inode->i_mode))
+		pohmel_dcache_new_dir(inode);
 	d_instantiate(dentry, inode);
 	return 0;
 }
@@ -175,7 +211,8 @@ static int pohmel_link(struct dentry *old, struct inode *dir,
 	pohmel_refresh_inode(dir, &pdir, POHMEL_REFRESH_OWN);
 	pohmel_refresh_inode(inode, &obj, POHMEL_REFRESH_OWN);
 	ihold(inode);
-	set_dentry_time(dentry);
+	set_dentry_epoch(dentry, dir, pohmel_grant_epoch(dir));
+	pohmel_dcache_add(dir, &dentry->d_name, &obj);
 	d_instantiate(dentry, inode);
 	return 0;
 }
@@ -192,6 +229,7 @@ static int do_remove(struct inode *dir, struct dentry *dentry, u16 op)
 	if (err)
 		return err;
 	pohmel_refresh_inode(dir, &pdir, POHMEL_REFRESH_OWN);
+	pohmel_dcache_remove(dir, &dentry->d_name);
 	if (op == POHMEL_OP_RMDIR)
 		clear_nlink(inode);
 	else if (inode->i_nlink)	/* the server may have said 0 already */
@@ -232,6 +270,14 @@ static int pohmel_rename(POHMEL_IDMAP_PARAM struct inode *odir,
 	if (err)
 		return err;
 	pohmel_refresh_inode(ndir, &pdir, POHMEL_REFRESH_OWN);
+	if (flags & RENAME_EXCHANGE) {
+		pohmel_dcache_drop(odir);
+		pohmel_dcache_drop(ndir);
+	} else {
+		pohmel_dcache_remove(odir, &old->d_name);
+		pohmel_dcache_remove(ndir, &new->d_name);
+		pohmel_dcache_add(ndir, &new->d_name, &obj);
+	}
 	if (odir != ndir)
 		pohmel_invalidate_attrs(odir);
 	pohmel_refresh_inode(d_inode(old), &obj, POHMEL_REFRESH_OWN);
@@ -246,8 +292,9 @@ static int pohmel_rename(POHMEL_IDMAP_PARAM struct inode *odir,
 			pohmel_invalidate_attrs(target);
 		}
 	}
-	set_dentry_time(old);
-	set_dentry_time(new);
+	/* d_move() follows: @old takes the new name in @ndir */
+	set_dentry_epoch(old, ndir, pohmel_grant_epoch(ndir));
+	new->d_time = 0;
 	return 0;
 }
 

@@ -5,6 +5,10 @@
  * (written back in wsize batches by addr.c at close, fsync, stat, memory
  * pressure), or directly to the server with O_DIRECT or cache=none (in
  * wsize pieces; the cached range is then dropped), fsync, mmap.
+ *
+ * While the inode holds a grant, a closed file's handle stays on the
+ * inode (idle) and the next open by the same fsuid/fsgid reuses it
+ * without an OPEN; idle handles are closed when the grant ends.
  */
 #include <linux/cred.h>
 #include <linux/fs.h>
@@ -50,8 +54,48 @@ struct pohmel_handle *pohmel_get_handle(struct inode *inode, u32 want)
 	return found;
 }
 
+/* Close the handles no file and no writeback uses (the list's only). */
+void pohmel_drop_idle_handles(struct inode *inode)
+{
+	struct pohmel_inode *pi = POHMEL_I(inode);
+	struct pohmel_handle *h, *tmp;
+	LIST_HEAD(idle);
+
+	spin_lock(&pi->lock);
+	list_for_each_entry_safe(h, tmp, &pi->handles, list)
+		if (kref_read(&h->ref) == 1)
+			list_move(&h->list, &idle);
+	spin_unlock(&pi->lock);
+	list_for_each_entry_safe(h, tmp, &idle, list) {
+		list_del_init(&h->list);
+		pohmel_put_handle(h);
+	}
+}
+
+/* A handle of @inode that @cred opened with at least @want, referenced. */
+static struct pohmel_handle *reuse_handle(struct inode *inode, u32 want,
+					  const struct cred *cred)
+{
+	struct pohmel_inode *pi = POHMEL_I(inode);
+	struct pohmel_handle *h, *found = NULL;
+
+	spin_lock(&pi->lock);
+	list_for_each_entry(h, &pi->handles, list) {
+		if ((h->flags & want) == want &&
+		    uid_eq(h->cred->fsuid, cred->fsuid) &&
+		    gid_eq(h->cred->fsgid, cred->fsgid)) {
+			kref_get(&h->ref);
+			found = h;
+			break;
+		}
+	}
+	spin_unlock(&pi->lock);
+	return found;
+}
+
 static int pohmel_open(struct inode *inode, struct file *file)
 {
+	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
 	struct pohmel_inode *pi = POHMEL_I(inode);
 	struct pohmel_handle *h;
 	struct pohmel_fattr fa;
@@ -62,6 +106,24 @@ static int pohmel_open(struct inode *inode, struct file *file)
 		flags |= POHMEL_OPEN_READ;
 	if (file->f_mode & FMODE_WRITE)
 		flags |= POHMEL_OPEN_WRITE;
+	/* under a grant the cached attributes are current: no OPEN needed */
+	if (pohmel_grant(inode, NULL) != POHMEL_GRANT_NONE) {
+		h = reuse_handle(inode, flags, file->f_cred);
+		if (h) {
+			err = pohmel_revalidate_mapping(inode);
+			if (err) {
+				pohmel_put_handle(h);
+				return err;
+			}
+			atomic64_inc(&sbi->stats.open_hits);
+			file->private_data = h;
+			pohmel_allow_odirect(file);
+			return 0;
+		}
+	} else {
+		pohmel_drop_idle_handles(inode);
+	}
+	atomic64_inc(&sbi->stats.open_misses);
 	h = kzalloc(sizeof(*h), GFP_KERNEL);
 	if (!h)
 		return -ENOMEM;
@@ -84,6 +146,7 @@ static int pohmel_open(struct inode *inode, struct file *file)
 		pohmel_put_handle(h);
 		return err;
 	}
+	kref_get(&h->ref);		/* the list's reference */
 	spin_lock(&pi->lock);
 	list_add(&h->list, &pi->handles);
 	spin_unlock(&pi->lock);
@@ -94,15 +157,14 @@ static int pohmel_open(struct inode *inode, struct file *file)
 
 static int pohmel_release(struct inode *inode, struct file *file)
 {
-	struct pohmel_inode *pi = POHMEL_I(inode);
 	struct pohmel_handle *h = file->private_data;
 
 	if (file->f_mode & FMODE_WRITE)
 		filemap_write_and_wait(inode->i_mapping);
-	spin_lock(&pi->lock);
-	list_del_init(&h->list);
-	spin_unlock(&pi->lock);
 	pohmel_put_handle(h);
+	/* without a grant the next open asks the server anyway */
+	if (pohmel_grant(inode, NULL) == POHMEL_GRANT_NONE)
+		pohmel_drop_idle_handles(inode);
 	return 0;
 }
 
@@ -250,6 +312,20 @@ static ssize_t pohmel_write_iter(struct kiocb *iocb, struct iov_iter *from)
 		ret = pohmel_revalidate_mapping(inode);
 	if (!ret)
 		ret = pohmel_perform_write(iocb, from);
+	/*
+	 * Only EXCL lets written data wait in the page cache: without it,
+	 * another client's read would not recall us and would miss it. The
+	 * WRITE's reply brings EXCL, so later writes are buffered again. A
+	 * recall lowering EXCL after this check flushes what we copied.
+	 */
+	if (ret > 0 && pohmel_conn_grants(pohmel_conn(inode)) &&
+	    pohmel_grant(inode, NULL) != POHMEL_GRANT_EXCL) {
+		int err = filemap_write_and_wait_range(inode->i_mapping,
+						       iocb->ki_pos - ret,
+						       iocb->ki_pos - 1);
+		if (err)
+			ret = err;
+	}
 out:
 	inode_unlock(inode);
 	if (ret > 0 && !(iocb->ki_flags & IOCB_DSYNC))

@@ -3,10 +3,13 @@
  * inode.c - inodes named by (id, gen), attribute refresh from the server,
  * close-to-open style revalidation, getattr and setattr.
  *
- * Without server grants the cache follows timeouts: attributes are
- * trusted for sbi->attr_timeo after they were fetched; when the server's
- * change counter moves (and the change was not ours) the page cache of
- * the file is dropped before the next read.
+ * While the server grants an inode (POHMEL_FEAT_GRANTS, pohmel_proto.h),
+ * its attributes, data pages and, for a directory, its dentries and
+ * listing are served from the cache without asking; a RECALL takes the
+ * grant back (pohmel_recall_inode). Without a grant the cache follows
+ * timeouts: attributes are trusted for sbi->attr_timeo after they were
+ * fetched; when the server's change counter moves (and the change was
+ * not ours) the page cache of the file is dropped before the next read.
  */
 #include <linux/cred.h>
 #include <linux/jiffies.h>
@@ -60,6 +63,10 @@ struct inode *pohmel_alloc_inode(struct super_block *sb)
 	pi->link = NULL;
 	pi->new_inode = false;
 	pi->grant = POHMEL_GRANT_NONE;
+	pi->grant_gen = 0;
+	pi->epoch = 0;
+	pi->attr_rseq = 0;
+	pi->dcache = NULL;
 	return &pi->vfs_inode;
 }
 
@@ -68,6 +75,7 @@ void pohmel_free_inode(struct inode *inode)
 	struct pohmel_inode *pi = POHMEL_I(inode);
 
 	kfree(pi->link);
+	pohmel_dcache_put(pi->dcache);
 	kmem_cache_free(pohmel_inode_cachep, pi);
 }
 
@@ -75,6 +83,7 @@ void pohmel_evict_inode(struct inode *inode)
 {
 	truncate_inode_pages_final(&inode->i_data);
 	clear_inode(inode);
+	pohmel_drop_idle_handles(inode);
 	WARN_ON_ONCE(!list_empty(&POHMEL_I(inode)->handles));
 }
 
@@ -93,6 +102,12 @@ static int pohmel_test_inode(struct inode *inode, void *data)
 	if (type && type != (fa->mode & S_IFMT))
 		return 0;
 	return pi->oid.id == fa->oid.id && pi->oid.gen == fa->oid.gen;
+}
+
+/* A RECALL names the object by id: every incarnation of it is meant. */
+static int pohmel_test_id(struct inode *inode, void *data)
+{
+	return POHMEL_I(inode)->oid.id == *(u64 *)data;
 }
 
 static int pohmel_set_inode(struct inode *inode, void *data)
@@ -114,6 +129,87 @@ static void set_times(struct inode *inode, const struct pohmel_fattr *fa)
 }
 
 /*
+ * Take the grant that came with @fa (pi->lock held). It counts only if
+ * it came on the current connection, and no more than any RECALL of the
+ * object since its request left allows (conn.c: the recall ring).
+ */
+static void take_grant(struct inode *inode, const struct pohmel_fattr *fa)
+{
+	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
+	struct pohmel_inode *pi = POHMEL_I(inode);
+	struct pohmel_conn *c = &sbi->conn;
+	bool had = pi->grant != POHMEL_GRANT_NONE &&
+		   pi->grant_gen == READ_ONCE(c->gen);
+	u32 g = fa->grant;
+
+	lockdep_assert_held(&pi->lock);
+	if (g > POHMEL_GRANT_EXCL || !fa->gen || fa->gen != READ_ONCE(c->gen) ||
+	    !pohmel_conn_grants(c))
+		g = POHMEL_GRANT_NONE;
+	if (g != POHMEL_GRANT_NONE) {
+		clear_bit(POHMEL_I_GRANT_REFUSED, &pi->flags);
+		g = pohmel_conn_grant_cap(c, fa->oid.id, fa->stamp, g);
+	} else if (fa->gen && fa->gen == READ_ONCE(c->gen)) {
+		/* the server would not grant it (busy, or cannot watch it) */
+		set_bit(POHMEL_I_GRANT_REFUSED, &pi->flags);
+	}
+	if (g == POHMEL_GRANT_NONE) {
+		pi->grant = POHMEL_GRANT_NONE;
+		return;
+	}
+	if (!had)
+		pi->epoch = atomic64_inc_return(&sbi->epochs);
+	pi->grant = g;
+	pi->grant_gen = fa->gen;
+}
+
+/* The grant @inode holds now (and its epoch); NONE and 0 without one. */
+u32 pohmel_grant(struct inode *inode, u64 *epoch)
+{
+	struct pohmel_inode *pi = POHMEL_I(inode);
+	u32 g = POHMEL_GRANT_NONE;
+	u64 e = 0;
+
+	spin_lock(&pi->lock);
+	if (pi->grant != POHMEL_GRANT_NONE &&
+	    pi->grant_gen == READ_ONCE(pohmel_conn(inode)->gen)) {
+		g = pi->grant;
+		e = pi->epoch;
+	}
+	spin_unlock(&pi->lock);
+	if (epoch)
+		*epoch = e;
+	return g;
+}
+
+u64 pohmel_grant_epoch(struct inode *inode)
+{
+	u64 e;
+
+	pohmel_grant(inode, &e);
+	return e;
+}
+
+/*
+ * The epoch of directory @dir's grant, asking for one (GETATTR) if it
+ * has none and the server did not refuse it last time: a LOOKUP's reply
+ * grants only the child, and without a grant on @dir none of its
+ * dentries can be trusted.
+ */
+u64 pohmel_dir_epoch(struct inode *dir)
+{
+	struct pohmel_conn *c = pohmel_conn(dir);
+	u64 e = pohmel_grant_epoch(dir);
+
+	if (e || !pohmel_conn_grants(c) || !pohmel_conn_is_up(c) ||
+	    test_bit(POHMEL_I_GRANT_REFUSED, &POHMEL_I(dir)->flags))
+		return e;
+	if (pohmel_revalidate_inode(dir, true))
+		return 0;
+	return pohmel_grant_epoch(dir);
+}
+
+/*
  * Copy attributes from the server into @inode. Unless the change was
  * ours (POHMEL_REFRESH_OWN), a moved change counter marks the cached data
  * stale; it is dropped at the next read or open (never here: callers may
@@ -132,11 +228,22 @@ int pohmel_refresh_inode(struct inode *inode, const struct pohmel_fattr *fa,
 		return -ESTALE;
 
 	spin_lock(&pi->lock);
+	/*
+	 * Replies are applied by their waiters, in any order: one that
+	 * arrived before the reply last applied describes an older state
+	 * (and the server recorded the later grant), so it is dropped.
+	 */
+	if (fa->rseq && fa->rseq < pi->attr_rseq) {
+		spin_unlock(&pi->lock);
+		return 0;
+	}
+	if (fa->rseq)
+		pi->attr_rseq = fa->rseq;
 	moved = pi->change != fa->change;
 	stale = pi->attr_time && moved && !(flags & POHMEL_REFRESH_OWN);
 	pi->change = fa->change;
 	pi->attr_time = jiffies | 1;
-	pi->grant = fa->grant;
+	take_grant(inode, fa);
 	spin_unlock(&pi->lock);
 	if (stale && S_ISREG(inode->i_mode))
 		set_bit(POHMEL_I_DATA_STALE, &pi->flags);
@@ -163,14 +270,23 @@ int pohmel_refresh_inode(struct inode *inode, const struct pohmel_fattr *fa,
 	return 0;
 }
 
+/*
+ * Our own change made the cached attributes wrong in a way no reply
+ * told: forget them, and the grant that would keep serving them.
+ */
 void pohmel_invalidate_attrs(struct inode *inode)
 {
 	struct pohmel_inode *pi = POHMEL_I(inode);
+	struct pohmel_dcache *dc;
 
 	spin_lock(&pi->lock);
 	if (pi->attr_time)
 		pi->attr_time = 1;	/* expired, but keep "known" */
+	pi->grant = POHMEL_GRANT_NONE;
+	dc = pi->dcache;
+	pi->dcache = NULL;
 	spin_unlock(&pi->lock);
+	pohmel_dcache_put(dc);
 }
 
 static bool attrs_fresh(struct inode *inode)
@@ -179,11 +295,65 @@ static bool attrs_fresh(struct inode *inode)
 	struct pohmel_inode *pi = POHMEL_I(inode);
 	unsigned long t;
 
+	if (pohmel_grant(inode, NULL) != POHMEL_GRANT_NONE)
+		return true;
 	spin_lock(&pi->lock);
 	t = pi->attr_time;
 	spin_unlock(&pi->lock);
 	return t > 1 && sbi->attr_timeo &&
 	       time_before(jiffies, t + sbi->attr_timeo);
+}
+
+/*
+ * The server takes back (rec->to NONE) or downgrades (SHARED) our grant
+ * on an object; the conn layer acks when this returns. The grant is
+ * lowered first, so nothing new is served from the cache; then dirty
+ * data goes to the server (and is waited for: the ack promises it is
+ * there); then, for NONE, what was cached is dropped. Never taken here:
+ * the inode lock or a folio lock (invalidate_mapping_pages skips locked
+ * folios), which a writer may hold while its own request waits for
+ * another client's ack. What is left is marked stale and dropped by the
+ * next read (pohmel_revalidate_mapping).
+ */
+void pohmel_recall_inode(struct super_block *sb,
+			 const struct pohmel_recall *rec)
+{
+	struct pohmel_sb_info *sbi = POHMEL_SB(sb);
+	u64 id = be64_to_cpu(rec->oid.id);
+	u32 to = be32_to_cpu(rec->to);
+	struct pohmel_dcache *dc = NULL;
+	struct pohmel_inode *pi;
+	struct inode *inode;
+
+	inode = ilookup5(sb, id, pohmel_test_id, &id);
+	if (!inode)
+		return;
+	pi = POHMEL_I(inode);
+	spin_lock(&pi->lock);
+	if (to != POHMEL_GRANT_SHARED) {
+		pi->grant = POHMEL_GRANT_NONE;
+		if (pi->attr_time)
+			pi->attr_time = 1;
+		dc = pi->dcache;
+		pi->dcache = NULL;
+	} else if (pi->grant > POHMEL_GRANT_SHARED) {
+		pi->grant = POHMEL_GRANT_SHARED;
+	}
+	spin_unlock(&pi->lock);
+	pohmel_dcache_put(dc);
+	if (S_ISREG(inode->i_mode))
+		filemap_write_and_wait(inode->i_mapping);
+	if (to != POHMEL_GRANT_SHARED) {
+		atomic64_inc(&sbi->stats.recall_drops);
+		if (S_ISREG(inode->i_mode)) {
+			set_bit(POHMEL_I_DATA_STALE, &pi->flags);
+			unmap_mapping_range(inode->i_mapping, 0, 0, 0);
+			invalidate_mapping_pages(inode->i_mapping, 0, -1);
+		}
+		forget_all_cached_acls(inode);
+		pohmel_drop_idle_handles(inode);
+	}
+	iput(inode);
 }
 
 /* Fetch attributes unless the cached ones are still fresh (or @force). */

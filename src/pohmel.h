@@ -19,11 +19,14 @@
 #define POHMEL_SUPER_MAGIC	0x504f484d	/* "POHM" */
 /*
  * How long fetched attributes and dentries are trusted without asking the
- * server. Zero until the client holds server grants: the promise is that a
- * stat or read that starts after a change completed on another client sees
- * it, and no timeout can keep that promise; grants will.
+ * server when no grant covers them. Zero: the promise is that a stat or
+ * read that starts after a change completed on another client sees it,
+ * and no timeout can keep that promise; grants (POHMEL_FEAT_GRANTS) do,
+ * and while one is held nothing is asked at all.
  */
 #define POHMEL_ATTR_TIMEO	0
+/* statfs answers are reused this long with grants (free space only) */
+#define POHMEL_STATFS_TIMEO	(5 * HZ)
 
 struct pohmel_mount_opts {
 	struct sockaddr_storage addr;
@@ -35,6 +38,7 @@ struct pohmel_mount_opts {
 	bool keyfile;			/* keyfile= seen (mount.pohmel's) */
 	bool soft;
 	bool cache_none;
+	bool no_grants;			/* grants=off */
 	unsigned int timeo;		/* seconds */
 	u32 rsize;
 	u32 wsize;
@@ -51,24 +55,34 @@ struct pohmel_vfs_stats {
 	atomic64_t bytes_written;
 	atomic64_t direct_read;
 	atomic64_t direct_written;
+	atomic64_t open_hits;		/* open without OPEN (cached handle) */
+	atomic64_t open_misses;
+	atomic64_t readdir_hits;	/* listing served from the dir cache */
+	atomic64_t readdir_misses;
+	atomic64_t neg_lookup_hits;	/* missing name answered locally */
+	atomic64_t recall_drops;	/* recalls to NONE applied to an inode */
 };
 
 struct pohmel_sb_info {
 	struct pohmel_conn conn;	/* first: transport of this mount */
+	struct super_block *sb;
 	struct pohmel_mount_opts opts;
 	struct pohmel_foid root;
 	unsigned long attr_timeo;	/* jiffies; 0 with cache=none */
 	u32 rsize;
 	u32 wsize;
 	struct pohmel_vfs_stats stats;
+	atomic64_t epochs;		/* source of pohmel_inode.epoch */
 	spinlock_t statfs_lock;		/* protects statfs, statfs_known */
 	struct pohmel_fstatfs statfs;	/* last answer, for a server away */
 	bool statfs_known;
+	unsigned long statfs_time;	/* jiffies of that answer */
 };
 
 /* Bits of pohmel_inode.flags */
 enum {
 	POHMEL_I_DATA_STALE,		/* change moved: drop the page cache */
+	POHMEL_I_GRANT_REFUSED,		/* the last reply on this conn: NONE */
 };
 
 /*
@@ -98,11 +112,19 @@ struct pohmel_inode {
 	char *link;			/* cached symlink target */
 	bool new_inode;			/* set by iget's set(): I_NEW for us */
 	/*
-	 * Coherence hooks: the grant the server gave with the last
-	 * attributes (POHMEL_GRANT_*). Nothing relies on it yet: without
-	 * POHMEL_FEAT_GRANTS the cache is revalidated by timeouts.
+	 * Grant (POHMEL_GRANT_*) from the last reply, valid only while
+	 * grant_gen is the connection's gen (grants end with it). epoch
+	 * names one unbroken stretch of holding a grant: it changes each
+	 * time a grant is taken after none, so a dentry (d_time) or a
+	 * directory listing checked under an epoch is good while the epoch
+	 * is. All under lock, like dcache (the pointer; the listing itself
+	 * changes only under the directory's i_rwsem held exclusive).
 	 */
 	u32 grant;
+	u32 grant_gen;
+	u64 epoch;
+	u64 attr_rseq;			/* arrival order of the reply applied */
+	struct pohmel_dcache *dcache;	/* complete listing, or NULL */
 };
 
 static inline struct pohmel_inode *POHMEL_I(struct inode *inode)
@@ -134,6 +156,11 @@ int pohmel_refresh_inode(struct inode *inode, const struct pohmel_fattr *fa,
 int pohmel_revalidate_inode(struct inode *inode, bool force);
 int pohmel_revalidate_mapping(struct inode *inode);
 void pohmel_invalidate_attrs(struct inode *inode);
+u32 pohmel_grant(struct inode *inode, u64 *epoch);
+u64 pohmel_grant_epoch(struct inode *inode);
+u64 pohmel_dir_epoch(struct inode *dir);
+void pohmel_recall_inode(struct super_block *sb,
+			 const struct pohmel_recall *rec);
 void pohmel_prime_inode(struct super_block *sb, const struct pohmel_fattr *fa);
 struct inode *pohmel_alloc_inode(struct super_block *sb);
 void pohmel_free_inode(struct inode *inode);
@@ -154,11 +181,21 @@ extern const struct dentry_operations pohmel_dops;
 
 /* readdir.c */
 extern const struct file_operations pohmel_dir_fops;
+struct pohmel_dcache;
+void pohmel_dcache_put(struct pohmel_dcache *dc);
+void pohmel_dcache_drop(struct inode *dir);
+int pohmel_dcache_lookup(struct inode *dir, const struct qstr *name,
+			 u64 epoch);
+void pohmel_dcache_add(struct inode *dir, const struct qstr *name,
+		       const struct pohmel_fattr *fa);
+void pohmel_dcache_remove(struct inode *dir, const struct qstr *name);
+void pohmel_dcache_new_dir(struct inode *dir);
 
 /* file.c */
 extern const struct file_operations pohmel_file_fops;
 struct pohmel_handle *pohmel_get_handle(struct inode *inode, u32 want);
 void pohmel_put_handle(struct pohmel_handle *h);
+void pohmel_drop_idle_handles(struct inode *inode);
 
 /* addr.c */
 extern const struct address_space_operations pohmel_aops;

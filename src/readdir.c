@@ -8,20 +8,285 @@
  * restarts from the beginning and skips (telldir/seekdir stay correct,
  * only slower). Entries carry their attributes (readdir-plus): inodes
  * already in the cache get them for free.
+ *
+ * Directory cache: a listing read from the start to the end while the
+ * directory held one grant epoch is kept (struct pohmel_dcache) and is
+ * complete while that epoch lasts: later listings are served from it and
+ * a name it lacks does not exist (pohmel_lookup answers ENOENT without
+ * asking). Our own namespace changes edit it (the server does not recall
+ * its own holder); any other change recalls the grant, which drops it.
+ * A listing is changed only under the directory's i_rwsem held exclusive
+ * (create, unlink, rename...), and read under it shared (readdir,
+ * lookup), so readers never see it change under them; an open directory
+ * that started from a listing keeps a reference to it and goes on with
+ * it, with positions 2 + entry index (removed entries stay as holes).
  */
+#include <linux/dcache.h>
 #include <linux/fs.h>
 #include <linux/slab.h>
+#include <linux/stringhash.h>
 
 #include "pohmel.h"
 
 #define POHMEL_READDIR_BYTES	(64 * 1024)
 
+struct pohmel_dcache {
+	struct kref ref;
+	u64 epoch;			/* of the directory, when complete */
+	u32 len;			/* bytes used in buf */
+	u32 cap;
+	u32 count;			/* entries, holes included */
+	u8 *buf;			/* struct dc_ent, each padded to 8 */
+};
+
+struct dc_ent {
+	u64 ino;
+	u32 hash;			/* full_name_hash(NULL, ...) */
+	u16 namelen;
+	u8 type;			/* DT_*; DT_UNKNOWN: a hole */
+	u8 dead;
+	char name[];
+};
+
+#define DC_ENT_SIZE(nl)		ALIGN(sizeof(struct dc_ent) + (nl), 8)
+
 struct pohmel_dir_ctx {
-	struct mutex lock;		/* protects pos, cookie, eof */
+	struct mutex lock;		/* protects pos, cookie, eof, dc... */
 	loff_t pos;			/* position that @cookie resumes at */
 	u64 cookie;
 	bool eof;
+	struct pohmel_dcache *dc;	/* listing served from, or NULL */
+	u32 dc_off;			/* byte offset of entry dc_pos - 2 */
+	loff_t dc_pos;
+	struct pohmel_dcache *build;	/* listing being read, or NULL */
+	u64 build_epoch;
 };
+
+static struct pohmel_dcache *dcache_new(u64 epoch)
+{
+	struct pohmel_dcache *dc = kzalloc(sizeof(*dc), GFP_KERNEL);
+
+	if (!dc)
+		return NULL;
+	kref_init(&dc->ref);
+	dc->epoch = epoch;
+	return dc;
+}
+
+static void dcache_release(struct kref *ref)
+{
+	struct pohmel_dcache *dc = container_of(ref, struct pohmel_dcache,
+						ref);
+
+	kvfree(dc->buf);
+	kfree(dc);
+}
+
+void pohmel_dcache_put(struct pohmel_dcache *dc)
+{
+	if (dc)
+		kref_put(&dc->ref, dcache_release);
+}
+
+/* Append an entry; false (and the listing is no longer usable) on ENOMEM. */
+static bool dcache_append(struct pohmel_dcache *dc, const char *name,
+			  u32 namelen, u64 ino, u8 type)
+{
+	u32 need = DC_ENT_SIZE(namelen);
+	struct dc_ent *e;
+
+	if (dc->len + need > dc->cap) {
+		u32 cap = max_t(u32, 2 * dc->cap, 4096);
+		u8 *nb;
+
+		while (cap < dc->len + need)
+			cap *= 2;
+		nb = kvmalloc(cap, GFP_KERNEL);
+		if (!nb)
+			return false;
+		if (dc->len)
+			memcpy(nb, dc->buf, dc->len);
+		kvfree(dc->buf);
+		dc->buf = nb;
+		dc->cap = cap;
+	}
+	e = (struct dc_ent *)(dc->buf + dc->len);
+	memset(e, 0, need);
+	e->ino = ino;
+	e->hash = full_name_hash(NULL, name, namelen);
+	e->namelen = namelen;
+	e->type = type;
+	memcpy(e->name, name, namelen);
+	dc->len += need;
+	dc->count++;
+	return true;
+}
+
+static struct dc_ent *dcache_find(struct pohmel_dcache *dc, const char *name,
+				  u32 namelen)
+{
+	u32 hash = full_name_hash(NULL, name, namelen), off = 0;
+	struct dc_ent *e;
+
+	while (off < dc->len) {
+		e = (struct dc_ent *)(dc->buf + off);
+		if (!e->dead && e->hash == hash && e->namelen == namelen &&
+		    !memcmp(e->name, name, namelen))
+			return e;
+		off += DC_ENT_SIZE(e->namelen);
+	}
+	return NULL;
+}
+
+/* The complete listing of @dir if its grant epoch is @epoch, referenced. */
+static struct pohmel_dcache *dcache_get(struct inode *dir, u64 epoch)
+{
+	struct pohmel_inode *pi = POHMEL_I(dir);
+	struct pohmel_dcache *dc;
+
+	spin_lock(&pi->lock);
+	dc = pi->dcache;
+	if (dc && epoch && dc->epoch == epoch)
+		kref_get(&dc->ref);
+	else
+		dc = NULL;
+	spin_unlock(&pi->lock);
+	return dc;
+}
+
+/* Forget @dir's listing (it is no longer known to be complete). */
+void pohmel_dcache_drop(struct inode *dir)
+{
+	struct pohmel_inode *pi = POHMEL_I(dir);
+	struct pohmel_dcache *dc;
+
+	spin_lock(&pi->lock);
+	dc = pi->dcache;
+	pi->dcache = NULL;
+	spin_unlock(&pi->lock);
+	pohmel_dcache_put(dc);
+}
+
+/*
+ * Lookup of a name in @dir's listing valid under @epoch (caller holds
+ * i_rwsem): 1 present, 0 absent, -ENOENT: no complete listing.
+ */
+int pohmel_dcache_lookup(struct inode *dir, const struct qstr *name,
+			 u64 epoch)
+{
+	struct pohmel_dcache *dc = dcache_get(dir, epoch);
+	int ret;
+
+	if (!dc)
+		return -ENOENT;
+	ret = dcache_find(dc, name->name, name->len) ? 1 : 0;
+	pohmel_dcache_put(dc);
+	return ret;
+}
+
+/*
+ * Our own create/link/rename put @name in @dir (i_rwsem exclusive): the
+ * listing, if any, gains it. A new, empty directory of ours starts one.
+ */
+void pohmel_dcache_add(struct inode *dir, const struct qstr *name,
+		       const struct pohmel_fattr *fa)
+{
+	u64 epoch = pohmel_grant_epoch(dir);
+	struct pohmel_dcache *dc = dcache_get(dir, epoch);
+
+	if (!dc)
+		return;
+	if (!dcache_append(dc, name->name, name->len, fa->oid.id,
+			   fs_umode_to_dtype(fa->mode))) {
+		pohmel_dcache_put(dc);
+		pohmel_dcache_drop(dir);
+		return;
+	}
+	pohmel_dcache_put(dc);
+}
+
+/* Our own unlink/rmdir/rename took @name out of @dir (i_rwsem exclusive). */
+void pohmel_dcache_remove(struct inode *dir, const struct qstr *name)
+{
+	struct pohmel_dcache *dc = dcache_get(dir, pohmel_grant_epoch(dir));
+	struct dc_ent *e;
+
+	if (!dc)
+		return;
+	e = dcache_find(dc, name->name, name->len);
+	if (e)
+		e->dead = 1;
+	pohmel_dcache_put(dc);
+}
+
+/* A directory we just made, granted: its (empty) listing is complete. */
+void pohmel_dcache_new_dir(struct inode *dir)
+{
+	struct pohmel_inode *pi = POHMEL_I(dir);
+	u64 epoch = pohmel_grant_epoch(dir);
+	struct pohmel_dcache *dc, *old;
+
+	if (!epoch)
+		return;
+	dc = dcache_new(epoch);
+	if (!dc)
+		return;
+	spin_lock(&pi->lock);
+	old = pi->dcache;
+	pi->dcache = dc;
+	spin_unlock(&pi->lock);
+	pohmel_dcache_put(old);
+}
+
+/* Install a listing read to the end under @epoch, if the epoch lasted. */
+static void dcache_install(struct inode *dir, struct pohmel_dcache *dc)
+{
+	struct pohmel_inode *pi = POHMEL_I(dir);
+	struct pohmel_dcache *old = NULL;
+
+	if (pohmel_grant_epoch(dir) != dc->epoch)
+		return;
+	kref_get(&dc->ref);
+	spin_lock(&pi->lock);
+	if (pi->epoch == dc->epoch) {
+		old = pi->dcache;
+		pi->dcache = dc;
+	} else {
+		old = dc;
+	}
+	spin_unlock(&pi->lock);
+	pohmel_dcache_put(old);
+}
+
+/* Emit from a listing; returns 0, the caller saves the position. */
+static int readdir_cached(struct pohmel_dir_ctx *dc, struct dir_context *ctx)
+{
+	struct pohmel_dcache *l = dc->dc;
+	u32 off = 0;
+	loff_t pos = 2;
+	struct dc_ent *e;
+
+	if (ctx->pos >= dc->dc_pos && dc->dc_pos >= 2) {
+		off = dc->dc_off;
+		pos = dc->dc_pos;
+	}
+	while (off < l->len && pos < ctx->pos) {
+		e = (struct dc_ent *)(l->buf + off);
+		off += DC_ENT_SIZE(e->namelen);
+		pos++;
+	}
+	while (off < l->len) {
+		e = (struct dc_ent *)(l->buf + off);
+		if (!e->dead && !dir_emit(ctx, e->name, e->namelen, e->ino,
+					  e->type))
+			break;
+		off += DC_ENT_SIZE(e->namelen);
+		ctx->pos++;
+	}
+	dc->dc_off = off;
+	dc->dc_pos = ctx->pos;
+	return 0;
+}
 
 static unsigned char dt_of(u32 mode)
 {
@@ -43,6 +308,29 @@ static int pohmel_readdir(struct file *file, struct dir_context *ctx)
 	if (!dir_emit_dots(file, ctx))
 		return 0;
 	mutex_lock(&dc->lock);
+	if (ctx->pos == 2 && !dc->dc) {
+		u64 epoch = pohmel_grant_epoch(dir);
+
+		dc->dc = dcache_get(dir, epoch);
+		pohmel_dcache_put(dc->build);
+		dc->build = NULL;
+		/*
+		 * Read it all under this epoch: keep the listing. Only if we
+		 * may search the directory: the server leaves out entries
+		 * it cannot open as a caller who may not.
+		 */
+		if (!dc->dc && epoch &&
+		    !pohmel_permission_noidmap(dir, MAY_EXEC)) {
+			dc->build = dcache_new(epoch);
+			dc->build_epoch = epoch;
+		}
+	}
+	if (dc->dc) {
+		atomic64_inc(&sbi->stats.readdir_hits);
+		err = readdir_cached(dc, ctx);
+		goto out;
+	}
+	atomic64_inc(&sbi->stats.readdir_misses);
 	if (ctx->pos == dc->pos) {
 		if (dc->eof)
 			goto out;
@@ -51,6 +339,12 @@ static int pohmel_readdir(struct file *file, struct dir_context *ctx)
 		cookie = 0;
 		skip = ctx->pos - 2;
 		dc->eof = false;
+	}
+	/* a listing is built only from the start, in one run of positions */
+	if (dc->build && (skip || ctx->pos != dc->pos ||
+			  dc->build->count != ctx->pos - 2)) {
+		pohmel_dcache_put(dc->build);
+		dc->build = NULL;
 	}
 	for (;;) {
 		u64 asked = cookie;
@@ -75,6 +369,12 @@ static int pohmel_readdir(struct file *file, struct dir_context *ctx)
 				pohmel_dir_iter_end(&it);
 				goto save;
 			}
+			if (dc->build &&
+			    !dcache_append(dc->build, e.name, e.namelen,
+					   e.attr.oid.id, dt_of(e.attr.mode))) {
+				pohmel_dcache_put(dc->build);
+				dc->build = NULL;
+			}
 			pohmel_prime_inode(dir->i_sb, &e.attr);
 			ctx->pos++;
 			cookie = e.cookie;
@@ -82,6 +382,10 @@ static int pohmel_readdir(struct file *file, struct dir_context *ctx)
 		if (it.eof) {
 			pohmel_dir_iter_end(&it);
 			dc->eof = true;
+			if (dc->build)
+				dcache_install(dir, dc->build);
+			pohmel_dcache_put(dc->build);
+			dc->build = NULL;
 			break;
 		}
 		pohmel_dir_iter_end(&it);
@@ -131,8 +435,31 @@ static int pohmel_dir_open(struct inode *inode, struct file *file)
 
 static int pohmel_dir_release(struct inode *inode, struct file *file)
 {
-	kfree(file->private_data);
+	struct pohmel_dir_ctx *dc = file->private_data;
+
+	pohmel_dcache_put(dc->dc);
+	pohmel_dcache_put(dc->build);
+	kfree(dc);
 	return 0;
+}
+
+/*
+ * rewinddir()/seekdir(): a fresh start (position 2) may take a newer
+ * listing, or go back to the server.
+ */
+static loff_t pohmel_dir_llseek(struct file *file, loff_t off, int whence)
+{
+	struct pohmel_dir_ctx *dc = file->private_data;
+	loff_t ret = generic_file_llseek(file, off, whence);
+
+	if (ret >= 0 && ret <= 2) {
+		mutex_lock(&dc->lock);
+		pohmel_dcache_put(dc->dc);
+		dc->dc = NULL;
+		dc->dc_pos = 0;
+		mutex_unlock(&dc->lock);
+	}
+	return ret;
 }
 
 const struct file_operations pohmel_dir_fops = {
@@ -140,6 +467,6 @@ const struct file_operations pohmel_dir_fops = {
 	.release	= pohmel_dir_release,
 	.iterate_shared	= pohmel_readdir,
 	.read		= generic_read_dir,
-	.llseek		= generic_file_llseek,
+	.llseek		= pohmel_dir_llseek,
 	.fsync		= noop_fsync,
 };

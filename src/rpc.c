@@ -51,6 +51,21 @@ void pohmel_decode_attr(const void *wire, struct pohmel_fattr *fa)
 	fa->rdev = be32_to_cpu(a->rdev);
 	fa->blksize = be32_to_cpu(a->blksize);
 	fa->grant = be32_to_cpu(a->grant);
+	fa->stamp = 0;
+	fa->gen = 0;		/* no grant unless it came in a reply */
+	fa->rseq = 0;
+}
+
+/* An attr of @req's reply: remember which request and connection. */
+static void reply_attr(const struct pohmel_req *req, const void *wire,
+		       struct pohmel_fattr *fa)
+{
+	if (!fa)
+		return;
+	pohmel_decode_attr(wire, fa);
+	fa->stamp = req->stamp;
+	fa->gen = req->gen;
+	fa->rseq = req->rseq;
 }
 
 static int check_name_arg(const char *name, u32 len)
@@ -106,7 +121,7 @@ int pohmel_rpc_getattr(struct pohmel_conn *c, const struct pohmel_foid *oid,
 	err = call(c, req);
 	if (err)
 		return err;
-	pohmel_decode_attr(req->rbuf, fa);
+	reply_attr(req, req->rbuf, fa);
 	pohmel_req_put(req);
 	return 0;
 }
@@ -142,7 +157,7 @@ int pohmel_rpc_lookup(struct pohmel_conn *c, const struct pohmel_foid *dir,
 	err = call(c, req);
 	if (err)
 		return err;
-	pohmel_decode_attr(req->rbuf, fa);
+	reply_attr(req, req->rbuf, fa);
 	pohmel_req_put(req);
 	return 0;
 }
@@ -162,7 +177,7 @@ int pohmel_rpc_remove(struct pohmel_conn *c, u16 op,
 	err = call(c, req);
 	if (err)
 		return err;
-	pohmel_decode_attr(req->rbuf, fdir);
+	reply_attr(req, req->rbuf, fdir);
 	pohmel_req_put(req);
 	return 0;
 }
@@ -189,7 +204,7 @@ int pohmel_rpc_setattr(struct pohmel_conn *c, const struct pohmel_foid *oid,
 	err = call(c, req);
 	if (err)
 		return err;
-	pohmel_decode_attr(req->rbuf, fa);
+	reply_attr(req, req->rbuf, fa);
 	pohmel_req_put(req);
 	return 0;
 }
@@ -197,8 +212,8 @@ int pohmel_rpc_setattr(struct pohmel_conn *c, const struct pohmel_foid *oid,
 static void decode_entry(struct pohmel_req *req, struct pohmel_fattr *obj,
 			 struct pohmel_fattr *dir)
 {
-	pohmel_decode_attr(req->rbuf, obj);
-	pohmel_decode_attr(req->rbuf + POHMEL_ATTR_SIZE, dir);
+	reply_attr(req, req->rbuf, obj);
+	reply_attr(req, req->rbuf + POHMEL_ATTR_SIZE, dir);
 	pohmel_req_put(req);
 }
 
@@ -328,7 +343,7 @@ int pohmel_rpc_open(struct pohmel_conn *c, const struct pohmel_foid *oid,
 	if (err)
 		return err;
 	r = (const void *)req->rbuf;
-	pohmel_decode_attr(&r->attr, fa);
+	reply_attr(req, &r->attr, fa);
 	*handle = be64_to_cpu(r->handle);
 	pohmel_req_put(req);
 	return 0;
@@ -388,7 +403,7 @@ ssize_t pohmel_rpc_read(struct pohmel_conn *c, const struct pohmel_foid *oid,
 	if (err)
 		return err;
 	r = (const void *)req->rbuf;
-	pohmel_decode_attr(&r->attr, fa);
+	reply_attr(req, &r->attr, fa);
 	n = be32_to_cpu(r->count);
 	if (copy_to_iter(req->rbuf + POHMEL_IO_REPLY_SIZE, n, to) != n)
 		n = -EFAULT;
@@ -419,7 +434,7 @@ ssize_t pohmel_rpc_write(struct pohmel_conn *c, const struct pohmel_foid *oid,
 	if (err)
 		return err;
 	r = (const void *)req->rbuf;
-	pohmel_decode_attr(&r->attr, fa);
+	reply_attr(req, &r->attr, fa);
 	n = be32_to_cpu(r->count);
 	pohmel_req_put(req);
 	return n;
@@ -442,7 +457,7 @@ int pohmel_rpc_fsync(struct pohmel_conn *c, const struct pohmel_foid *oid,
 	err = call(c, req);
 	if (err)
 		return err;
-	pohmel_decode_attr(req->rbuf, fa);
+	reply_attr(req, req->rbuf, fa);
 	pohmel_req_put(req);
 	return 0;
 }
@@ -491,7 +506,7 @@ int pohmel_rpc_readdir(struct pohmel_conn *c, const struct pohmel_foid *dir,
 	if (err)
 		return err;
 	r = (const void *)req->rbuf;
-	pohmel_decode_attr(&r->dir, fdir);
+	reply_attr(req, &r->dir, fdir);
 	it->req = req;
 	it->p = req->rbuf + POHMEL_READDIR_REPLY_SIZE;
 	it->end = req->rbuf + req->rlen;
@@ -512,7 +527,7 @@ int pohmel_dir_next(struct pohmel_dir_iter *it, struct pohmel_dirent_info *e)
 	nl = be16_to_cpu(d->namelen);
 	if (it->end - it->p < POHMEL_DIRENT_SIZE + ALIGN(nl, 8))
 		return 0;
-	pohmel_decode_attr(&d->attr, &e->attr);
+	reply_attr(it->req, &d->attr, &e->attr);
 	e->cookie = be64_to_cpu(d->cookie);
 	e->name = (const char *)(it->p + POHMEL_DIRENT_SIZE);
 	e->namelen = nl;

@@ -33,7 +33,11 @@ struct pohmel_fattr {
 	u32 gid;
 	u32 rdev;
 	u32 blksize;
-	u32 grant;
+	u32 grant;			/* as sent; see stamp and gen */
+	/* which reply it came in: for the grant rules (conn.h) */
+	u64 stamp;			/* recalls seen when the request left */
+	u32 gen;			/* connection it was answered on; 0: none */
+	u64 rseq;			/* arrival order of that reply; 0: none */
 };
 
 struct pohmel_sattr {

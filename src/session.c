@@ -90,6 +90,8 @@ int pohmel_session_handshake(struct pohmel_conn *c, struct socket *sock)
 	u64 want = s->keylen ? POHMEL_FEAT_AUTH : 0, feat;
 	int err;
 
+	if (c->grants)
+		want |= POHMEL_FEAT_GRANTS;
 	get_random_bytes(nonce_c, sizeof(nonce_c));
 	memset(&hello, 0, sizeof(hello));
 	hello.magic = cpu_to_be32(POHMEL_MAGIC);
@@ -130,7 +132,7 @@ int pohmel_session_handshake(struct pohmel_conn *c, struct socket *sock)
 		pr_notice("%pISpc: server restarted: replaying what it did not answer\n",
 			  &c->addr);
 	s->server_boot_gen = be64_to_cpu(reply.boot_gen);
-	s->features = feat;
+	WRITE_ONCE(s->features, feat);
 
 	memset(&auth, 0, sizeof(auth));
 	if (feat & POHMEL_FEAT_AUTH) {

@@ -36,10 +36,10 @@ int pohmel_show_stats(struct seq_file *m, struct dentry *root)
 	struct pohmel_vfs_stats *vs = &sbi->stats;
 	int i;
 
-	seq_printf(m, "\n\tproto: %u.%u features: %#llx max_msg: %u connected: %d\n",
+	seq_printf(m, "\n\tproto: %u.%u features: %#llx max_msg: %u connected: %d grants: %d\n",
 		   POHMEL_PROTO_MAJOR, POHMEL_PROTO_MINOR,
 		   sbi->conn.sess.features, sbi->conn.sess.max_msg,
-		   READ_ONCE(sbi->conn.up));
+		   READ_ONCE(sbi->conn.up), pohmel_conn_grants(&sbi->conn));
 	S("round_trips", &cs->round_trips);
 	S("bytes_sent", &cs->bytes_sent);
 	S("bytes_recv", &cs->bytes_recv);
@@ -48,6 +48,10 @@ int pohmel_show_stats(struct seq_file *m, struct dentry *root)
 	S("timeouts", &cs->timeouts);
 	S("proto_errors", &cs->proto_errors);
 	S("recalls", &cs->recalls);
+	S("recall_acks", &cs->recall_acks);
+	S("recall_ack_ns_total", &cs->recall_ns);
+	S("recall_ack_ns_max", &cs->recall_max_ns);
+	S("recall_drops", &vs->recall_drops);
 	S("attr_cache_hits", &vs->attr_hits);
 	S("attr_cache_misses", &vs->attr_misses);
 	S("dentry_cache_hits", &vs->dentry_hits);
@@ -57,6 +61,11 @@ int pohmel_show_stats(struct seq_file *m, struct dentry *root)
 	S("bytes_written_cached", &vs->bytes_written);
 	S("bytes_read_direct", &vs->direct_read);
 	S("bytes_written_direct", &vs->direct_written);
+	S("open_cache_hits", &vs->open_hits);
+	S("open_cache_misses", &vs->open_misses);
+	S("readdir_cache_hits", &vs->readdir_hits);
+	S("readdir_cache_misses", &vs->readdir_misses);
+	S("negative_lookup_hits", &vs->neg_lookup_hits);
 	seq_puts(m, "\tops:");
 	for (i = 1; i < POHMEL_OP_MAX; i++)
 		if (op_names[i])

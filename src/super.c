@@ -4,7 +4,8 @@
  * reply's root attributes, statfs, show_options, unmount.
  *
  *   mount -t pohmel ADDR:/[PATH] MNT -o port=N,key=HEX,soft|hard,timeo=S,
- *                                      cache=strict|none,rsize=B,wsize=B
+ *                                      cache=strict|none,rsize=B,wsize=B,
+ *                                      grants=on|off
  */
 #include <linux/backing-dev.h>
 #include <linux/fs_context.h>
@@ -22,12 +23,19 @@
 #include "pohmel.h"
 
 enum { Opt_port, Opt_key, Opt_keyfile, Opt_soft, Opt_hard, Opt_timeo,
-       Opt_cache, Opt_rsize, Opt_wsize };
+       Opt_cache, Opt_rsize, Opt_wsize, Opt_grants };
 enum { Cache_strict, Cache_none };
+enum { Grants_on, Grants_off };
 
 static const struct constant_table pohmel_cache_modes[] = {
 	{ "strict",	Cache_strict },
 	{ "none",	Cache_none },
+	{}
+};
+
+static const struct constant_table pohmel_grant_modes[] = {
+	{ "on",		Grants_on },
+	{ "off",	Grants_off },
 	{}
 };
 
@@ -41,6 +49,7 @@ static const struct fs_parameter_spec pohmel_params[] = {
 	fsparam_enum	("cache",	Opt_cache, pohmel_cache_modes),
 	fsparam_u32	("rsize",	Opt_rsize),
 	fsparam_u32	("wsize",	Opt_wsize),
+	fsparam_enum	("grants",	Opt_grants, pohmel_grant_modes),
 	{}
 };
 
@@ -96,6 +105,9 @@ static int pohmel_parse_param(struct fs_context *fc,
 		break;
 	case Opt_cache:
 		o->cache_none = r.uint_32 == Cache_none;
+		break;
+	case Opt_grants:
+		o->no_grants = r.uint_32 == Grants_off;
 		break;
 	case Opt_rsize:
 	case Opt_wsize:
@@ -205,7 +217,18 @@ static int pohmel_statfs(struct dentry *dentry, struct kstatfs *buf)
 	struct pohmel_fstatfs st;
 	int err;
 
-	if (pohmel_conn_is_up(&sbi->conn) || !sbi->statfs_known) {
+	/*
+	 * Free space is no part of what grants cover; with grants a recent
+	 * answer (POHMEL_STATFS_TIMEO) is reused, so that a cached tree
+	 * walk (find calls fstatfs) costs no request at all.
+	 */
+	if (pohmel_conn_grants(&sbi->conn) && sbi->statfs_known &&
+	    time_before(jiffies, READ_ONCE(sbi->statfs_time) +
+			POHMEL_STATFS_TIMEO)) {
+		spin_lock(&sbi->statfs_lock);
+		st = sbi->statfs;
+		spin_unlock(&sbi->statfs_lock);
+	} else if (pohmel_conn_is_up(&sbi->conn) || !sbi->statfs_known) {
 		err = pohmel_rpc_statfs(&sbi->conn,
 					&POHMEL_I(d_inode(dentry))->oid, &st);
 		if (err)
@@ -213,6 +236,7 @@ static int pohmel_statfs(struct dentry *dentry, struct kstatfs *buf)
 		spin_lock(&sbi->statfs_lock);
 		sbi->statfs = st;
 		sbi->statfs_known = true;
+		WRITE_ONCE(sbi->statfs_time, jiffies);
 		spin_unlock(&sbi->statfs_lock);
 	} else {
 		/* the server is away: umount(8) calls statfs first */
@@ -238,9 +262,10 @@ static int pohmel_show_options(struct seq_file *m, struct dentry *root)
 	struct pohmel_mount_opts *o = &sbi->opts;
 
 	/* the key is never shown */
-	seq_printf(m, ",port=%u,%s,timeo=%u,cache=%s,rsize=%u,wsize=%u",
+	seq_printf(m, ",port=%u,%s,timeo=%u,cache=%s,rsize=%u,wsize=%u,grants=%s",
 		   o->port, o->soft ? "soft" : "hard", o->timeo,
-		   o->cache_none ? "none" : "strict", sbi->rsize, sbi->wsize);
+		   o->cache_none ? "none" : "strict", sbi->rsize, sbi->wsize,
+		   pohmel_conn_grants(&sbi->conn) ? "on" : "off");
 	if (o->keylen)
 		seq_puts(m, ",auth");
 	return 0;
@@ -264,13 +289,9 @@ static const struct super_operations pohmel_sops = {
 
 static void pohmel_recall(void *priv, const struct pohmel_recall *rec)
 {
-	/*
-	 * Coherence hook: without POHMEL_FEAT_GRANTS nothing is granted,
-	 * so nothing is cached beyond the revalidation timeouts; the conn
-	 * layer acknowledges after this returns.
-	 */
-	pr_debug("recall of %llu to %u\n", be64_to_cpu(rec->oid.id),
-		 be32_to_cpu(rec->to));
+	struct pohmel_sb_info *sbi = priv;
+
+	pohmel_recall_inode(sbi->sb, rec);
 }
 
 static const struct pohmel_conn_ops pohmel_conn_ops = {
@@ -286,6 +307,7 @@ static int pohmel_fill_super(struct super_block *sb, struct fs_context *fc)
 	struct inode *root;
 	int err;
 
+	sbi->sb = sb;
 	sb->s_magic = POHMEL_SUPER_MAGIC;
 	sb->s_op = &pohmel_sops;
 	sb->s_xattr = pohmel_xattr_handlers;
@@ -309,6 +331,8 @@ static int pohmel_fill_super(struct super_block *sb, struct fs_context *fc)
 	c->sess.keylen = o->keylen;
 	c->ops = &pohmel_conn_ops;
 	c->priv = sbi;
+	/* cache=none caches nothing, so it has nothing to hold grants for */
+	c->grants = !o->no_grants && !o->cache_none;
 	err = pohmel_conn_start(c);
 	if (err) {
 		pr_err("mount %s: %pISpc: %s (error %d)\n", fc->source,
@@ -364,6 +388,8 @@ static void pohmel_free_sbi(struct pohmel_sb_info *sbi)
 {
 	if (!sbi)
 		return;
+	if (sbi->conn.recall_wq)	/* the connection never started */
+		destroy_workqueue(sbi->conn.recall_wq);
 	kfree(sbi->opts.path);
 	if (sbi->conn.net)
 		put_net(sbi->conn.net);
@@ -402,7 +428,10 @@ static int pohmel_init_fs_context(struct fs_context *fc)
 	sbi = kzalloc(sizeof(*sbi), GFP_KERNEL);
 	if (!sbi)
 		return -ENOMEM;
-	pohmel_conn_init(&sbi->conn);
+	if (pohmel_conn_init(&sbi->conn)) {
+		kfree(sbi);
+		return -ENOMEM;
+	}
 	/* The mounter's network namespace, as NFS does: a mount made in a
 	 * container reaches the server through the container's network. */
 	sbi->conn.net = get_net(fc->net_ns);
@@ -421,6 +450,8 @@ static void pohmel_kill_sb(struct super_block *sb)
 	struct pohmel_sb_info *sbi = sb->s_fs_info;
 	struct pohmel_conn *c = &sbi->conn;
 
+	/* no recall may look at the superblock once it is going */
+	pohmel_conn_stop_recalls(c);
 	kill_anon_super(sb);
 	/* say goodbye if the server is there, but never wait for long */
 	if (READ_ONCE(c->up)) {

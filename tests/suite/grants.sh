@@ -1,0 +1,161 @@
+#!/bin/bash
+# grants group: what server grants buy and what they must not break.
+#   zero traffic: after a warm-up walk (find -ls, read every file) on mount 1,
+#     a second walk and re-read send no request at all, by the client's
+#     counters (/proc/self/mountstats) and by the server's (pohmel stats);
+#   local changes: changes made directly in the server's export reach a
+#     warm mount 1 within the documented bound (1 s);
+#   cross-mount: a change through mount 2 is seen at once by a warm mount 1,
+#     through a recall that mount 1 acknowledged.
+# Prints recall latencies as TAP comments (not asserted).
+# Usage: grants.sh W1 W2 SCRATCH [local]
+w1=$1 w2=$2 scratch=$3 local=${4:-}
+. "$(dirname "$0")/lib.sh"
+
+if [ -n "$local" ] || [ -z "${POHMEL_EXPORT:-}" ]; then
+	skip "grants: zero traffic, recalls" "needs the guest's mounts and server"
+	tap_finish
+	exit
+fi
+rel=${w1#"$POHMEL_MNT1"}
+ex=$POHMEL_EXPORT$rel
+
+# mstat MNT KEY: a counter of MNT in /proc/self/mountstats ("ops" = the sum
+# of every request type sent but statfs: free space is no part of what
+# grants cover, and find's fstatfs may come after the client's 5 s reuse)
+mstat() {
+	awk -v mnt="$1" -v key="$2" '
+	$1 == "device" { on = ($5 == mnt) ; next }
+	!on { next }
+	key == "ops" && $1 == "ops:" { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] != "statfs") s += kv[2] } found = 1 }
+	key != "ops" && $1 == key ":" { s = $2; found = 1 }
+	END { if (found) printf "%.0f\n", s; else print "missing" }' /proc/self/mountstats
+}
+# ops_of MNT: "name=count ..." of the requests MNT sent
+ops_of() {
+	awk -v mnt="$1" '$1 == "device" { on = ($5 == mnt); next } on && $1 == "ops:" { $1 = ""; print }' /proc/self/mountstats
+}
+# srv_ops: requests the server executed, but the stats tool's own (and
+# statfs, as above)
+srv_ops() {
+	pohmel 127.0.0.1 stats | awk '/^op_/ && $1 !~ /^op_(hello|auth|stats|bye|statfs)$/ { s += $2 } END { print s + 0 }'
+}
+srv_detail() { pohmel 127.0.0.1 stats | grep '^op_' | tr '\n' ' '; }
+now_ms() { date +%s%3N; }
+
+walk() {	# a full metadata walk and a full read of the tree on mount 1
+	find "$w1/tree" -ls >/dev/null &&
+		find "$w1/tree" -exec stat {} + >/dev/null &&
+		find "$w1/tree" -type f -exec cat {} + >/dev/null
+}
+
+# --- a tree made through mount 2, so mount 1 starts cold ---
+mk_tree() {
+	local d f
+	mkdir -p "$w2/tree" || return 1
+	for d in $(seq 1 12); do
+		mkdir "$w2/tree/d$d" || return 1
+		for f in $(seq 1 15); do
+			head -c $((d * 977 + f * 131)) /dev/urandom >"$w2/tree/d$d/f$f" || return 1
+		done
+		ln -s "f1" "$w2/tree/d$d/link" || return 1
+		mkdir "$w2/tree/d$d/empty" || return 1
+	done
+	head -c 3000000 /dev/urandom >"$w2/tree/big" || return 1
+	sync
+}
+check "grants: build a tree (12 dirs x 15 files, 3 MB file) through mount 2" mk_tree
+
+feat=$(awk -v mnt="$POHMEL_MNT1" '$1 == "device" { on = ($5 == mnt); next } on && $1 == "proto:" { print $NF }' /proc/self/mountstats)
+diag "mount 1: grants negotiated: ${feat:-unknown}"
+
+# --- zero traffic ---
+c0=$(mstat "$POHMEL_MNT1" ops) s0=$(srv_ops)
+check "grants: warm-up walk on mount 1 (find -ls, stat, read all)" walk
+c1=$(mstat "$POHMEL_MNT1" ops) s1=$(srv_ops)
+diag "warm-up walk: mount 1 sent $((c1 - c0)) requests, the server executed $((s1 - s0))"
+# a second warm-up: replies of the first may have come while mount 2 still
+# held the files it wrote (its grants were recalled meanwhile)
+walk
+c1=$(mstat "$POHMEL_MNT1" ops) s1=$(srv_ops)
+h0=$(mstat "$POHMEL_MNT1" attr_cache_hits) d0=$(mstat "$POHMEL_MNT1" dentry_cache_hits)
+ops_before=$(ops_of "$POHMEL_MNT1") srv_before=$(srv_detail)
+check "grants: second walk on mount 1" walk
+for f in "$w1"/tree/d*/nosuchname "$w1"/tree/d3/empty/nosuch; do
+	[ -e "$f" ] && { echo "$f exists" >&2; break; }
+done
+c2=$(mstat "$POHMEL_MNT1" ops) s2=$(srv_ops)
+h1=$(mstat "$POHMEL_MNT1" attr_cache_hits) d1=$(mstat "$POHMEL_MNT1" dentry_cache_hits)
+if [ "$c2" = "$c1" ]; then
+	pass "grants: second walk + re-read + negative lookups: mount 1 sent no request (counters: $((h1 - h0)) attr hits, $((d1 - d0)) dentry hits)"
+else
+	fail "grants: second walk + re-read + negative lookups: mount 1 sent no request (sent $((c2 - c1)))"
+	diag "before: $ops_before" "after:  $(ops_of "$POHMEL_MNT1")"
+fi
+if [ "$s2" = "$s1" ]; then
+	pass "grants: ... and the server executed none"
+else
+	fail "grants: ... and the server executed none (it executed $((s2 - s1)))"
+	diag "before: $srv_before" "after:  $(srv_detail)"
+fi
+
+# --- changes made directly in the export, seen within the bound (1 s) ---
+walk
+printf 'appended locally\n' >>"$ex/tree/d1/f1"
+chmod 600 "$ex/tree/d2/f2"
+printf 'new locally\n' >"$ex/tree/d3/new"
+rm "$ex/tree/d4/f4"
+mv "$ex/tree/d5/f5" "$ex/tree/d5/f5.moved"
+sleep 1
+local_ok() {
+	local want
+	want=$(stat -c %s "$ex/tree/d1/f1")
+	[ "$(stat -c %s "$w1/tree/d1/f1")" = "$want" ] || { echo "d1/f1: size $(stat -c %s "$w1/tree/d1/f1"), server $want"; return 1; }
+	cmp "$ex/tree/d1/f1" "$w1/tree/d1/f1" || return 1
+	[ "$(stat -c %a "$w1/tree/d2/f2")" = 600 ] || { echo "d2/f2: mode $(stat -c %a "$w1/tree/d2/f2")"; return 1; }
+	cmp "$ex/tree/d3/new" "$w1/tree/d3/new" || return 1
+	ls "$w1/tree/d3" | grep -qx new || { echo "d3: new not listed"; return 1; }
+	[ ! -e "$w1/tree/d4/f4" ] || { echo "d4/f4 still there"; return 1; }
+	ls "$w1/tree/d4" | grep -qx f4 && { echo "d4: f4 still listed"; return 1; }
+	[ ! -e "$w1/tree/d5/f5" ] && [ -f "$w1/tree/d5/f5.moved" ] || { echo "d5: rename not seen"; return 1; }
+	return 0
+}
+check "grants: append, chmod, create, unlink, rename made in the export seen by mount 1 after 1 s" local_ok
+
+# end-to-end latency of one local change: warm, change, poll mount 1
+lat=()
+for i in 1 2 3 4 5; do
+	stat "$w1/tree/d6/f6" >/dev/null
+	cat "$w1/tree/d6/f6" >/dev/null
+	want=$(( $(stat -c %s "$w1/tree/d6/f6") + 1 ))
+	t0=$(now_ms)
+	printf 'x' >>"$ex/tree/d6/f6"
+	while [ "$(stat -c %s "$w1/tree/d6/f6")" != "$want" ]; do
+		[ $(( $(now_ms) - t0 )) -gt 5000 ] && break
+	done
+	lat+=($(( $(now_ms) - t0 )))
+done
+diag "local change -> seen on mount 1 (inotify, recall, drop), ms: ${lat[*]}"
+
+# --- a change through mount 2 recalls mount 1 ---
+r0=$(mstat "$POHMEL_MNT1" recalls) a0=$(mstat "$POHMEL_MNT1" recall_acks)
+walk
+printf 'through mount 2\n' >>"$w2/tree/d7/f7"
+cross_ok() {
+	cmp "$w2/tree/d7/f7" "$w1/tree/d7/f7" || return 1
+	[ "$(stat -c %s:%Y "$w1/tree/d7/f7")" = "$(stat -c %s:%Y "$w2/tree/d7/f7")" ] || return 1
+}
+check "grants: an append through mount 2 is seen at once by warm mount 1" cross_ok
+r1=$(mstat "$POHMEL_MNT1" recalls) a1=$(mstat "$POHMEL_MNT1" recall_acks)
+if [ $((r1 - r0)) -gt 0 ] && [ $((a1 - a0)) = $((r1 - r0)) ]; then
+	pass "grants: mount 1 received $((r1 - r0)) recalls and acknowledged each"
+else
+	fail "grants: mount 1 received recalls and acknowledged each (received $((r1 - r0)), acked $((a1 - a0)))"
+fi
+for m in "$POHMEL_MNT1" "$POHMEL_MNT2"; do
+	n=$(mstat "$m" recall_acks) tot=$(mstat "$m" recall_ack_ns_total) max=$(mstat "$m" recall_ack_ns_max)
+	[ "$n" -gt 0 ] 2>/dev/null &&
+		diag "$m: $n recalls acked, arrival to ack: mean $((tot / n / 1000)) us, max $((max / 1000)) us"
+done
+rm -rf "$w1/tree"
+tap_finish
