@@ -63,3 +63,31 @@ pkg_chroot() {
 			DEBIAN_FRONTEND=noninteractive TERM=dumb chroot "$dir" "$@"
 	' pkg_chroot "$dir" "$@"
 }
+
+# pkg_guest_run SUITE ROOT FORMAT: boot ROOT (a private copy of SUITE's root
+# with the packages installed) under QEMU with tests/qemu/run --root, which
+# adds only its guest runner, and run tests/pkg/guest-pkg-test FORMAT there.
+# The guest's TAP lines go through the caller's ok/not_ok ("guest: ...");
+# the harness's verdict (script status, guest kernel log) is one more line.
+pkg_guest_run() {
+	local suite=$1 root=$2 format=$3 t0=$SECONDS rc=0 line
+	"$pkg_top/tests/qemu/run" --suite "$suite" --root "$root" --timeout 300 \
+		--script "$pkg_top/tests/pkg/guest-pkg-test" -- "$format" \
+		>"$root.guest" 2>"$root.guest-run" || rc=$?
+	while IFS= read -r line; do
+		case $line in
+		"ok - "*) ok "guest: ${line#ok - }" ;;
+		"not ok - "*) not_ok "guest: ${line#not ok - }" ;;
+		"guest-pkg-test: "*) ;;
+		*) printf '#   guest: %s\n' "$line" ;;
+		esac
+	done <"$root.guest"
+	if [ "$rc" = 0 ]; then
+		ok "guest boot of this root: script and kernel log clean ($((SECONDS - t0)) s;$(
+			sed -n 's/^[a-z]*: host stages: .*image \([0-9.]*s\), boot \([0-9.]*s\).*/ image \1, boot+test \2/p' \
+			"$root.guest-run"))"
+	else
+		not_ok "guest boot of this root (tests/qemu/run exit $rc; logs: $POHMEL_CACHE/runs/$suite/last)"
+		grep -v "^\\(run \\)\\{0,1\\}$suite: \\[" "$root.guest-run" | tail -n 30 | sed 's/^/#   /'
+	fi
+}
