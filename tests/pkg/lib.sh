@@ -47,6 +47,39 @@ pkg_copy_root() {
 	mv "$dest.tmp" "$dest"
 }
 
+# pkg_private_ns "$0" "$@": run the calling script again in a private mount
+# namespace (once), so that the overlay mounts of pkg_overlay_root can never
+# outlive it, whatever happens. Call it first thing.
+pkg_private_ns() {
+	if [ "${POHMEL_PKG_NS:-}" != "$$" ]; then
+		exec unshare --mount --propagation private -- /bin/sh -c \
+			'POHMEL_PKG_NS=$$ exec "$@"' pkg_private_ns "$@"
+	fi
+}
+
+# pkg_overlay_root SUITE DEST: DEST becomes a fresh private view of the
+# cached root, writable, through overlayfs (lower: the cached root, never
+# modified; upper: DEST.upper): nothing to copy, nothing big to delete.
+# Needs pkg_private_ns. pkg_drop_root DEST unmounts and removes it.
+pkg_overlay_root() {
+	local root dest=$2
+	[ "${POHMEL_PKG_NS:-}" = "$$" ] || pkg_die "pkg_overlay_root: call pkg_private_ns first"
+	pkg_ensure_root "$1"
+	root=$(readlink -f "$POHMEL_CACHE/roots/$1")
+	pkg_drop_root "$dest"
+	mkdir -p "$dest" "$dest.upper" "$dest.ovlwork"
+	mount -t overlay overlay \
+		-o "lowerdir=$root,upperdir=$dest.upper,workdir=$dest.ovlwork" "$dest" ||
+		pkg_die "overlay mount of $root on $dest failed"
+}
+pkg_drop_root() {
+	if mountpoint -q "$1"; then
+		umount "$1" || pkg_die "cannot unmount $1"
+	fi
+	pkg_no_mounts "$1"
+	rm -rf --one-file-system "$1" "$1".upper "$1".ovlwork
+}
+
 # pkg_chroot DIR CMD...: run CMD in DIR with /proc mounted (and /sys with
 # the cgroup tree when POHMEL_CHROOT_SYS=1, for systemd-analyze), inside a
 # private mount namespace so that nothing stays mounted whatever happens.
