@@ -47,6 +47,39 @@ pkg_copy_root() {
 	mv "$dest.tmp" "$dest"
 }
 
+# pkg_private_ns "$0" "$@": run the calling script again in a private mount
+# namespace (once), so that the overlay mounts of pkg_overlay_root can never
+# outlive it, whatever happens. Call it first thing.
+pkg_private_ns() {
+	if [ "${POHMEL_PKG_NS:-}" != "$$" ]; then
+		exec unshare --mount --propagation private -- /bin/sh -c \
+			'POHMEL_PKG_NS=$$ exec "$@"' pkg_private_ns "$@"
+	fi
+}
+
+# pkg_overlay_root SUITE DEST: DEST becomes a fresh private view of the
+# cached root, writable, through overlayfs (lower: the cached root, never
+# modified; upper: DEST.upper): nothing to copy, nothing big to delete.
+# Needs pkg_private_ns. pkg_drop_root DEST unmounts and removes it.
+pkg_overlay_root() {
+	local root dest=$2
+	[ "${POHMEL_PKG_NS:-}" = "$$" ] || pkg_die "pkg_overlay_root: call pkg_private_ns first"
+	pkg_ensure_root "$1"
+	root=$(readlink -f "$POHMEL_CACHE/roots/$1")
+	pkg_drop_root "$dest"
+	mkdir -p "$dest" "$dest.upper" "$dest.ovlwork"
+	mount -t overlay overlay \
+		-o "lowerdir=$root,upperdir=$dest.upper,workdir=$dest.ovlwork" "$dest" ||
+		pkg_die "overlay mount of $root on $dest failed"
+}
+pkg_drop_root() {
+	if mountpoint -q "$1"; then
+		umount "$1" || pkg_die "cannot unmount $1"
+	fi
+	pkg_no_mounts "$1"
+	rm -rf --one-file-system "$1" "$1".upper "$1".ovlwork
+}
+
 # pkg_chroot DIR CMD...: run CMD in DIR with /proc mounted (and /sys with
 # the cgroup tree when POHMEL_CHROOT_SYS=1, for systemd-analyze), inside a
 # private mount namespace so that nothing stays mounted whatever happens.
@@ -62,4 +95,32 @@ pkg_chroot() {
 		exec env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
 			DEBIAN_FRONTEND=noninteractive TERM=dumb chroot "$dir" "$@"
 	' pkg_chroot "$dir" "$@"
+}
+
+# pkg_guest_run SUITE ROOT FORMAT: boot ROOT (a private copy of SUITE's root
+# with the packages installed) under QEMU with tests/qemu/run --root, which
+# adds only its guest runner, and run tests/pkg/guest-pkg-test FORMAT there.
+# The guest's TAP lines go through the caller's ok/not_ok ("guest: ...");
+# the harness's verdict (script status, guest kernel log) is one more line.
+pkg_guest_run() {
+	local suite=$1 root=$2 format=$3 t0=$SECONDS rc=0 line
+	"$pkg_top/tests/qemu/run" --suite "$suite" --root "$root" --timeout 300 \
+		--script "$pkg_top/tests/pkg/guest-pkg-test" -- "$format" \
+		>"$root.guest" 2>"$root.guest-run" || rc=$?
+	while IFS= read -r line; do
+		case $line in
+		"ok - "*) ok "guest: ${line#ok - }" ;;
+		"not ok - "*) not_ok "guest: ${line#not ok - }" ;;
+		"guest-pkg-test: "*) ;;
+		*) printf '#   guest: %s\n' "$line" ;;
+		esac
+	done <"$root.guest"
+	if [ "$rc" = 0 ]; then
+		ok "guest boot of this root: script and kernel log clean ($((SECONDS - t0)) s;$(
+			sed -n 's/^[a-z]*: host stages: .*image \([0-9.]*s\), boot \([0-9.]*s\).*/ image \1, boot+test \2/p' \
+			"$root.guest-run"))"
+	else
+		not_ok "guest boot of this root (tests/qemu/run exit $rc; logs: $POHMEL_CACHE/runs/$suite/last)"
+		grep -v "^\\(run \\)\\{0,1\\}$suite: \\[" "$root.guest-run" | tail -n 30 | sed 's/^/#   /'
+	fi
 }

@@ -96,11 +96,13 @@ in_chroot() {
 	' in_chroot "$root" "$@"
 }
 
-# sync_work SUITE: (re)create the working copy from the pristine root.
+# sync_work SUITE [DIR]: (re)create the working copy from the pristine root
+# (or from DIR, a root of SUITE prepared elsewhere: run --root).
 # Our build trees under /opt/pohmel survive (excluded), everything else is
 # reset, so the copy is the base root plus exactly what we install next.
+# (After a DIR run the next plain run resets the copy to the base root.)
 sync_work() {
-	local s=$1 base=$POHMEL_CACHE/roots/$1 w=$POHMEL_CACHE/work/$1
+	local s=$1 base=${2:-$POHMEL_CACHE/roots/$1} w=$POHMEL_CACHE/work/$1
 	if mountpoint -q "$w/proc" 2>/dev/null; then
 		die "$w/proc is mounted (a stale chroot?); umount it first"
 	fi
@@ -156,10 +158,11 @@ build_pohmeld() {
 	in_chroot "$1" make -C "$2" -j"$(nproc)"
 }
 
-# install_guest W SUITE MODE: the guest-side runner, units and small system
-# settings that make the boot quick and deterministic.
+# install_guest W SUITE MODE [keep-config]: the guest-side runner, units and
+# small system settings that make the boot quick and deterministic;
+# keep-config leaves the root's own /etc/pohmeld.conf alone (run --root).
 install_guest() {
-	local w=$1 s=$2 mode=$3 u
+	local w=$1 s=$2 mode=$3 keep=${4:-} u
 	mkdir -p "$w$G/guest" "$w$G/run"
 	rsync -rlpc --delete "$QEMU_DIR/guest/" "$w$G/guest/"
 	install -m 0755 "$QEMU_DIR/guest/pohmel-server" "$w/usr/local/sbin/pohmel-server"
@@ -177,8 +180,10 @@ install_guest() {
 	done
 	# The test export: the suite runs as root and needs root unsquashed.
 	# Tests may edit it and `$POHMEL_SERVER restart`.
-	printf '# tests/qemu: the test export\nexport / /srv/export rw no_root_squash\n' \
-		>"$w/etc/pohmeld.conf"
+	if [ "$keep" != keep-config ]; then
+		printf '# tests/qemu: the test export\nexport / /srv/export rw no_root_squash\n' \
+			>"$w/etc/pohmeld.conf"
+	fi
 	# A fixed machine-id: not a first boot, stable journal names.
 	printf '%s\n' "$(printf 'pohmel-%s' "$s" | md5sum | cut -c1-32)" >"$w/etc/machine-id"
 	echo "pohmel-$s" >"$w/etc/hostname"
