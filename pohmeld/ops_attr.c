@@ -284,10 +284,8 @@ int op_setattr(struct req *r)
 	}
 	if (m->valid & (POHMEL_SET_ATIME | POHMEL_SET_MTIME |
 			POHMEL_SET_ATIME_NOW | POHMEL_SET_MTIME_NOW)) {
-		if (S_ISLNK(st.st_mode)) {
-			err = EOPNOTSUPP;
-			goto out;
-		}
+		/* For a symlink too: fd is the link itself (O_NOFOLLOW),
+		 * and its /proc magic link leads to it, never through it. */
 		err = set_times(path, m);
 		if (err)
 			goto out;

@@ -430,6 +430,28 @@ static void t_errors(void)
 	CHECK(pc_getattr(&c, &f.oid, &a) == ESTALE, "wrong gen ESTALE");
 }
 
+/* SETATTR of a symlink's times changes the link's, never the target's. */
+static void t_symlink_times(void)
+{
+	struct wtime t = { 1300000000, 0 };
+	struct wattr f, sl, a;
+	struct stat st;
+
+	CHECK(pc_mkobj(&c, POHMEL_OP_CREATE, &root, "slf", 0644, 0, 0, NULL,
+		       &f, NULL) == 0 &&
+	      pc_mkobj(&c, POHMEL_OP_SYMLINK, &root, "slt", 0777, 0, 0, "slf",
+		       &sl, NULL) == 0 &&
+	      pc_setattr(&c, &sl.oid, POHMEL_SET_ATIME | POHMEL_SET_MTIME, 0,
+			 0, 0, 0, &t, &t, &a) == 0 &&
+	      a.mtime.sec == 1300000000 && lstat_rel("slt", &st) == 0 &&
+	      st.st_mtime == 1300000000 && lstat_rel("slf", &st) == 0 &&
+	      st.st_mtime != 1300000000,
+	      "SETATTR times of a symlink: the link's, not the target's");
+	CHECK(pc_setattr(&c, &sl.oid, POHMEL_SET_MODE, 0600, 0, 0, 0, NULL,
+			 NULL, NULL) == EOPNOTSUPP,
+	      "SETATTR mode of a symlink EOPNOTSUPP");
+}
+
 int main(int argc, char **argv)
 {
 	char conf[1024], tmpl[] = "/var/tmp/pohmel-integ-XXXXXX";
@@ -465,6 +487,7 @@ int main(int argc, char **argv)
 	t_readdir_plus();
 	t_statfs_xattr();
 	t_errors();
+	t_symlink_times();
 	CHECK(server_fds() == fds, "no fd leaked by %d requests (%d fds)",
 	      (int)c.tag, fds);
 	CHECK(pc_bye(&c) == 0, "BYE");
