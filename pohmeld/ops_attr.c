@@ -277,7 +277,18 @@ int op_setattr(struct req *r)
 			err = EOPNOTSUPP;
 			goto out;
 		}
-		if (chmod(path, m->mode & 07777)) {
+		/*
+		 * A client's kill-priv on truncate or chown arrives as a mode
+		 * without the set-id bits; the truncate or chown above, done
+		 * as the caller, already cleared them. Do not chmod then: a
+		 * non-owner may not, and the mode is what was asked for.
+		 */
+		if (fstat(fd, &st)) {
+			err = errno;
+			goto out;
+		}
+		if ((st.st_mode & 07777) != (m->mode & 07777) &&
+		    chmod(path, m->mode & 07777)) {
 			err = errno;
 			goto out;
 		}

@@ -452,6 +452,49 @@ static void t_symlink_times(void)
 	      "SETATTR mode of a symlink EOPNOTSUPP");
 }
 
+/* Set-id bits go with a non-owner's write or truncate, as locally. */
+static void t_suid(void)
+{
+	struct wattr f, g, a;
+	struct pc u;
+	struct stat st;
+	uint64_t h;
+	uint32_t n;
+
+	CHECK(pc_mkobj(&c, POHMEL_OP_CREATE, &root, "suid", 0644, 0, 0, NULL,
+		       &f, NULL) == 0 &&
+	      pc_setattr(&c, &f.oid, POHMEL_SET_MODE, 06777, 0, 0, 0, NULL,
+			 NULL, NULL) == 0 &&
+	      pc_mkobj(&c, POHMEL_OP_CREATE, &root, "suid2", 0644, 0, 0, NULL,
+		       &g, NULL) == 0 &&
+	      pc_setattr(&c, &g.oid, POHMEL_SET_MODE, 04666, 0, 0, 0, NULL,
+			 NULL, NULL) == 0, "suid: root made 06777 and 04666 files");
+	CHECK(cl_open(&u, &sp, 1000, 1000) == 0, "suid: connect as uid 1000");
+	CHECK(pc_open(&u, &f.oid, POHMEL_OPEN_WRITE, &h, &a) == 0 &&
+	      pc_write(&u, &f.oid, h, 0, "w", 1, 0, &n) == 0 &&
+	      pc_getattr(&u, &f.oid, &a) == 0 && (a.mode & 07777) == 0777 &&
+	      lstat_rel("suid", &st) == 0 && (st.st_mode & 07777) == 0777,
+	      "suid: non-owner WRITE through a handle cleared SUID+SGID (%o)",
+	      a.mode & 07777);
+	pc_close(&u, &f.oid, h);
+	CHECK(pc_setattr(&u, &g.oid, POHMEL_SET_SIZE | POHMEL_SET_MODE, 0666,
+			 0, 0, 1, NULL, NULL, &a) == 0 &&
+	      (a.mode & 07777) == 0666 && a.size == 1,
+	      "suid: non-owner truncate + kill-priv mode works, SUID gone");
+	CHECK(pc_setattr(&u, &g.oid, POHMEL_SET_MODE, 0600, 0, 0, 0, NULL,
+			 NULL, NULL) == EPERM,
+	      "suid: non-owner chmod otherwise still EPERM");
+	pc_setattr(&c, &f.oid, POHMEL_SET_MODE, 06777, 0, 0, 0, NULL, NULL,
+		   NULL);
+	CHECK(pc_open(&c, &f.oid, POHMEL_OPEN_WRITE, &h, &a) == 0 &&
+	      pc_write(&c, &f.oid, h, 0, "r", 1, 0, &n) == 0 &&
+	      lstat_rel("suid", &st) == 0 && (st.st_mode & 07777) == 06777,
+	      "suid: root's WRITE keeps SUID/SGID");
+	pc_close(&c, &f.oid, h);
+	pc_bye(&u);
+	cl_close(&u);
+}
+
 int main(int argc, char **argv)
 {
 	char conf[1024], tmpl[] = "/var/tmp/pohmel-integ-XXXXXX";
@@ -488,6 +531,7 @@ int main(int argc, char **argv)
 	t_statfs_xattr();
 	t_errors();
 	t_symlink_times();
+	t_suid();
 	CHECK(server_fds() == fds, "no fd leaked by %d requests (%d fds)",
 	      (int)c.tag, fds);
 	CHECK(pc_bye(&c) == 0, "BYE");
