@@ -222,6 +222,7 @@ int main(int argc, char **argv)
 
 	if (oid_init(srv.rootfd, srv.cfg.state_dir))
 		goto err_sfd;
+	change_init(srv.boot_gen);
 	grants_init();
 	notify_init(srv.cfg.state_dir);
 	nl = listen_fds(lfds, MAX_LISTEN);
@@ -279,6 +280,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	sessions_fini();
+	change_fini();
 	oid_fini();
 	close(sfd);
 	close(srv.rootfd);
