@@ -89,6 +89,29 @@ void reply_finish(struct req *r, uint32_t status, uint8_t *hdrp)
 	}
 }
 
+/*
+ * r modified object id (one of its write targets): move its change
+ * attribute, once per request. Called after the syscall and before the
+ * object's attrs go into the reply (attr_put_known), and by run_one for
+ * targets whose attrs the reply does not carry. False if not a target
+ * or already done.
+ */
+bool req_bump(struct req *r, uint64_t id)
+{
+	bool found = false;
+	int i;
+
+	for (i = 0; i < r->ngm; i++) {
+		if (!r->gm[i].write || r->gm[i].id != id || r->gm[i].bumped)
+			continue;
+		r->gm[i].bumped = true;
+		found = true;
+	}
+	if (found)
+		change_bump(id);
+	return found;
+}
+
 /* One request (alone or inside a BATCH); reply at out, *outlen bytes. */
 static int run_one(struct conn *c, struct session *s, const struct msg *m,
 		   int perr, uint8_t *out, uint32_t cap, uint32_t *outlen,
@@ -103,6 +126,7 @@ static int run_one(struct conn *c, struct session *s, const struct msg *m,
 	};
 	bool cached = false, redo = false;
 	uint32_t status;
+	int i;
 
 	stats.ops[m->hdr.op < POHMEL_OP_MAX ? m->hdr.op : 0]++;
 	if (perr) {
@@ -152,6 +176,10 @@ static int run_one(struct conn *c, struct session *s, const struct msg *m,
 			 c->peer, (unsigned long long)m->hdr.seq, m->hdr.op,
 			 status ? strerror((int)status) : "done");
 	}
+	/* Even a failed request may have changed something (short write). */
+	for (i = 0; i < r.ngm; i++)
+		if (r.gm[i].write)
+			req_bump(&r, r.gm[i].id);
 	if (status)
 		r.len = 0;
 	if (d->flags & F_SEQ && m->hdr.seq && r.s && !r.deferred)

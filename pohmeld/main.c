@@ -229,6 +229,7 @@ int main(int argc, char **argv)
 			 srv.cfg.state_dir, strerror(err));
 	else
 		sessions_load();
+	change_init(srv.boot_gen);
 	grants_init();
 	notify_init(srv.cfg.state_dir);
 	nl = listen_fds(lfds, MAX_LISTEN);
@@ -287,6 +288,7 @@ int main(int argc, char **argv)
 	}
 	sessions_fini();
 	sfile_fini();
+	change_fini();
 	oid_fini();
 	close(sfd);
 	close(srv.rootfd);

@@ -135,8 +135,7 @@ int attr_of_fd(int fd, const struct stat *st0, const struct woid *known,
 	}
 	a->size = (uint64_t)st0->st_size;
 	a->blocks = (uint64_t)st0->st_blocks;
-	a->change = (uint64_t)st0->st_ctim.tv_sec * 1000000000ULL +
-		    (uint64_t)st0->st_ctim.tv_nsec;
+	a->change = change_of(a->oid.id, st0);
 	a->atime.sec = st0->st_atim.tv_sec;
 	a->atime.nsec = (uint32_t)st0->st_atim.tv_nsec;
 	a->mtime.sec = st0->st_mtim.tv_sec;
@@ -161,7 +160,16 @@ int attr_put_known(struct req *r, int fd, const struct woid *known)
 
 	if (!p)
 		return E2BIG;
+	/* An object r modified: its change tag moves before the attrs
+	 * are taken (after the syscall), so the reply has the new value. */
+	if (known)
+		req_bump(r, known->id);
 	err = attr_of_fd(fd, NULL, known, &a);
+	if (!err && !known && req_bump(r, a.oid.id)) {
+		struct woid o = a.oid;
+
+		err = attr_of_fd(fd, NULL, &o, &a);
+	}
 	if (err)
 		return err;
 	grant_fill(r, fd, &a);
@@ -277,17 +285,26 @@ int op_setattr(struct req *r)
 			err = EOPNOTSUPP;
 			goto out;
 		}
-		if (chmod(path, m->mode & 07777)) {
+		/*
+		 * A client's kill-priv on truncate or chown arrives as a mode
+		 * without the set-id bits; the truncate or chown above, done
+		 * as the caller, already cleared them. Do not chmod then: a
+		 * non-owner may not, and the mode is what was asked for.
+		 */
+		if (fstat(fd, &st)) {
+			err = errno;
+			goto out;
+		}
+		if ((st.st_mode & 07777) != (m->mode & 07777) &&
+		    chmod(path, m->mode & 07777)) {
 			err = errno;
 			goto out;
 		}
 	}
 	if (m->valid & (POHMEL_SET_ATIME | POHMEL_SET_MTIME |
 			POHMEL_SET_ATIME_NOW | POHMEL_SET_MTIME_NOW)) {
-		if (S_ISLNK(st.st_mode)) {
-			err = EOPNOTSUPP;
-			goto out;
-		}
+		/* For a symlink too: fd is the link itself (O_NOFOLLOW),
+		 * and its /proc magic link leads to it, never through it. */
 		err = set_times(path, m);
 		if (err)
 			goto out;

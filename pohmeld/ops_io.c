@@ -188,6 +188,14 @@ int op_write(struct req *r)
 	err = io_fd(r, m->handle, HANDLE_WRITE, O_WRONLY, &fd);
 	if (err)
 		return err;
+	/*
+	 * Write as the caller even through a handle: the kernel clears
+	 * S_ISUID (and S_ISGID with group-exec) for a writer without
+	 * CAP_FSETID, which a non-zero fsuid drops, as for a local writer.
+	 */
+	err = req_caller(r);
+	if (err)
+		goto out;
 	while (done < m->count) {
 		ssize_t n = pwrite(fd, m->data + done, m->count - done,
 				   (off_t)(m->offset + done));

@@ -161,6 +161,12 @@ bool sfile_next(const uint8_t **p, size_t *left, uint32_t *type,
 void sfile_scan(void (*fn)(const uint8_t uuid[16], uint64_t boot_gen,
 			   const uint8_t *data, size_t len));
 
+/* ---- change.c: the change attribute ---- */
+void change_init(uint64_t boot_gen);
+void change_fini(void);
+void change_bump(uint64_t id);
+uint64_t change_of(uint64_t id, const struct stat *st);
+
 /* ---- session.c: sessions, reply cache, open handles ---- */
 struct session;
 struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen);
@@ -261,6 +267,7 @@ struct grant_mark {
 	struct gobj *obj;		/* set while marked in flight */
 	uint64_t id;
 	bool write;
+	bool bumped;			/* change_bump done (dispatch.c) */
 };
 #define GRANT_MARKS	4
 
@@ -288,6 +295,7 @@ int dispatch_wait(struct conn *c, struct session *s, const uint8_t *raw,
 		  uint32_t rawlen, uint8_t *out, uint32_t cap,
 		  uint32_t *outlen);
 void reply_finish(struct req *r, uint32_t status, uint8_t *hdrp);
+bool req_bump(struct req *r, uint64_t id);
 
 /* ---- ops_*.c helpers (ops_attr.c) ---- */
 void *req_put(struct req *r, uint32_t n);

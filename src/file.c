@@ -302,7 +302,11 @@ static ssize_t pohmel_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	ret = generic_write_checks(iocb, from);
 	if (ret <= 0)
 		goto out;
-	if (direct_io(iocb)) {
+	/*
+	 * An append is written through: buffered, it would land at a size
+	 * another client's append has already moved on the server.
+	 */
+	if (direct_io(iocb) || (iocb->ki_flags & IOCB_APPEND)) {
 		ret = write_through(iocb, from);
 		goto out;
 	}

@@ -505,6 +505,15 @@ int pohmel_setattr(POHMEL_IDMAP_PARAM struct dentry *dentry,
 	err = pohmel_setattr_prepare(dentry, attr);
 	if (err)
 		return err;
+	if (S_ISREG(inode->i_mode)) {
+		/*
+		 * Cached writes go out first: sent after the new attributes,
+		 * they would move mtime again (tar sets it after writing).
+		 */
+		err = filemap_write_and_wait(inode->i_mapping);
+		if (err)
+			return err;
+	}
 	if (v & ATTR_MODE) {
 		sa.valid |= POHMEL_SET_MODE;
 		sa.mode = attr->ia_mode & 07777;
@@ -522,9 +531,6 @@ int pohmel_setattr(POHMEL_IDMAP_PARAM struct dentry *dentry,
 			return -EINVAL;
 		sa.valid |= POHMEL_SET_SIZE;
 		sa.size = attr->ia_size;
-		err = filemap_write_and_wait(inode->i_mapping);
-		if (err)
-			return err;
 	}
 	if (v & ATTR_ATIME) {
 		ts_or_now(&sa, v & ATTR_ATIME_SET, POHMEL_SET_ATIME_NOW,

@@ -243,11 +243,24 @@ struct pohmel_time {
 #define POHMEL_GRANT_SHARED	1	/* attrs, dir contents, data */
 #define POHMEL_GRANT_EXCL	2	/* + buffered changes */
 
+/*
+ * attr.change (clarified, no layout change): an opaque value, compared
+ * for equality only. Any difference from the value a client cached means
+ * the object's data or attributes may have changed: drop the cached
+ * data, mapped pages included. It is not ordered and not a ctime.
+ * pohmeld moves it with every modification it makes (WRITE, SETATTR,
+ * SET/REMOVEXATTR; LINK, UNLINK, RENAME for the object and for the
+ * directories; entry changes for a directory), even several within one
+ * tick of ctime; with every local change that moves ctime, or that
+ * inotify reports for an object the server watches; and never gives
+ * an object a value it had before a server restart. While nothing
+ * changes it stays the same.
+ */
 struct pohmel_attr {
 	struct pohmel_oid oid;
 	__be64 size;
 	__be64 blocks;		/* 512-byte units */
-	__be64 change;		/* changes whenever data or attrs change */
+	__be64 change;		/* opaque: differs after any change (above) */
 	struct pohmel_time atime;
 	struct pohmel_time mtime;
 	struct pohmel_time ctime;

@@ -430,6 +430,181 @@ static void t_errors(void)
 	CHECK(pc_getattr(&c, &f.oid, &a) == ESTALE, "wrong gen ESTALE");
 }
 
+/* SETATTR of a symlink's times changes the link's, never the target's. */
+static void t_symlink_times(void)
+{
+	struct wtime t = { 1300000000, 0 };
+	struct wattr f, sl, a;
+	struct stat st;
+
+	CHECK(pc_mkobj(&c, POHMEL_OP_CREATE, &root, "slf", 0644, 0, 0, NULL,
+		       &f, NULL) == 0 &&
+	      pc_mkobj(&c, POHMEL_OP_SYMLINK, &root, "slt", 0777, 0, 0, "slf",
+		       &sl, NULL) == 0 &&
+	      pc_setattr(&c, &sl.oid, POHMEL_SET_ATIME | POHMEL_SET_MTIME, 0,
+			 0, 0, 0, &t, &t, &a) == 0 &&
+	      a.mtime.sec == 1300000000 && lstat_rel("slt", &st) == 0 &&
+	      st.st_mtime == 1300000000 && lstat_rel("slf", &st) == 0 &&
+	      st.st_mtime != 1300000000,
+	      "SETATTR times of a symlink: the link's, not the target's");
+	CHECK(pc_setattr(&c, &sl.oid, POHMEL_SET_MODE, 0600, 0, 0, 0, NULL,
+			 NULL, NULL) == EOPNOTSUPP,
+	      "SETATTR mode of a symlink EOPNOTSUPP");
+}
+
+/* Set-id bits go with a non-owner's write or truncate, as locally. */
+static void t_suid(void)
+{
+	struct wattr f, g, a;
+	struct pc u;
+	struct stat st;
+	uint64_t h;
+	uint32_t n;
+
+	CHECK(pc_mkobj(&c, POHMEL_OP_CREATE, &root, "suid", 0644, 0, 0, NULL,
+		       &f, NULL) == 0 &&
+	      pc_setattr(&c, &f.oid, POHMEL_SET_MODE, 06777, 0, 0, 0, NULL,
+			 NULL, NULL) == 0 &&
+	      pc_mkobj(&c, POHMEL_OP_CREATE, &root, "suid2", 0644, 0, 0, NULL,
+		       &g, NULL) == 0 &&
+	      pc_setattr(&c, &g.oid, POHMEL_SET_MODE, 04666, 0, 0, 0, NULL,
+			 NULL, NULL) == 0, "suid: root made 06777 and 04666 files");
+	CHECK(cl_open(&u, &sp, 1000, 1000) == 0, "suid: connect as uid 1000");
+	CHECK(pc_open(&u, &f.oid, POHMEL_OPEN_WRITE, &h, &a) == 0 &&
+	      pc_write(&u, &f.oid, h, 0, "w", 1, 0, &n) == 0 &&
+	      pc_getattr(&u, &f.oid, &a) == 0 && (a.mode & 07777) == 0777 &&
+	      lstat_rel("suid", &st) == 0 && (st.st_mode & 07777) == 0777,
+	      "suid: non-owner WRITE through a handle cleared SUID+SGID (%o)",
+	      a.mode & 07777);
+	pc_close(&u, &f.oid, h);
+	CHECK(pc_setattr(&u, &g.oid, POHMEL_SET_SIZE | POHMEL_SET_MODE, 0666,
+			 0, 0, 1, NULL, NULL, &a) == 0 &&
+	      (a.mode & 07777) == 0666 && a.size == 1,
+	      "suid: non-owner truncate + kill-priv mode works, SUID gone");
+	CHECK(pc_setattr(&u, &g.oid, POHMEL_SET_MODE, 0600, 0, 0, 0, NULL,
+			 NULL, NULL) == EPERM,
+	      "suid: non-owner chmod otherwise still EPERM");
+	pc_setattr(&c, &f.oid, POHMEL_SET_MODE, 06777, 0, 0, 0, NULL, NULL,
+		   NULL);
+	CHECK(pc_open(&c, &f.oid, POHMEL_OPEN_WRITE, &h, &a) == 0 &&
+	      pc_write(&c, &f.oid, h, 0, "r", 1, 0, &n) == 0 &&
+	      lstat_rel("suid", &st) == 0 && (st.st_mode & 07777) == 06777,
+	      "suid: root's WRITE keeps SUID/SGID");
+	pc_close(&c, &f.oid, h);
+	pc_bye(&u);
+	cl_close(&u);
+}
+
+/*
+ * The change attribute moves with every modification, even several
+ * within one tick of ctime, stays put without one, and never comes
+ * back after a restart (t_change_restart).
+ */
+static uint64_t change_of(const struct woid *o)
+{
+	struct wattr a;
+
+	return pc_getattr(&c, o, &a) ? 0 : a.change;
+}
+
+static void t_change(void)
+{
+	struct wattr f, d, a, b, l;
+	uint64_t h, prev, cur;
+	int i, moved = 0, same_ctime = 0;
+	uint32_t n;
+
+	CHECK(pc_mkobj(&c, POHMEL_OP_MKDIR, &root, "chd", 0755, 0, 0, NULL,
+		       &d, NULL) == 0 &&
+	      pc_mkobj(&c, POHMEL_OP_CREATE, &d.oid, "chg", 0644, 0, 0, NULL,
+		       &f, &a) == 0, "change: create dir and file");
+	CHECK(change_of(&f.oid) == change_of(&f.oid) &&
+	      change_of(&d.oid) == change_of(&d.oid),
+	      "change: stable without modification");
+	CHECK(pc_open(&c, &f.oid, POHMEL_OPEN_ALL, &h, &a) == 0,
+	      "change: OPEN");
+	prev = change_of(&f.oid);
+	pc_getattr(&c, &f.oid, &b);
+	for (i = 0; i < 200; i++) {
+		if (pc_write(&c, &f.oid, h, (uint64_t)i, "x", 1, 0, &n) ||
+		    pc_getattr(&c, &f.oid, &a))
+			break;
+		moved += a.change != prev;
+		same_ctime += a.ctime.sec == b.ctime.sec &&
+			      a.ctime.nsec == b.ctime.nsec;
+		prev = a.change;
+		b = a;
+	}
+	CHECK(i == 200 && moved == 200,
+	      "change: each of 200 WRITEs moved it (%d; %d in ctime's tick)",
+	      moved, same_ctime);
+	moved = 0;
+	for (i = 0; i < 20; i++) {
+		if (pc_setattr(&c, &f.oid, POHMEL_SET_MODE,
+			       i & 1 ? 0644 : 0640, 0, 0, 0, NULL, NULL, &a))
+			break;
+		cur = change_of(&f.oid);
+		moved += a.change != prev && cur == a.change;
+		prev = cur;
+	}
+	CHECK(moved == 20, "change: each SETATTR moved it, reply == GETATTR");
+	CHECK(pc_setattr(&c, &f.oid, POHMEL_SET_SIZE, 0, 0, 0, 3, NULL,
+			 NULL, &a) == 0 && a.change != prev,
+	      "change: truncate moved it");
+	prev = a.change;
+	CHECK(pc_setxattr(&c, &f.oid, "user.c", "1", 1, 0) == 0 &&
+	      (cur = change_of(&f.oid)) != prev &&
+	      pc_removexattr(&c, &f.oid, "user.c") == 0 &&
+	      change_of(&f.oid) != cur, "change: SETXATTR, REMOVEXATTR moved it");
+	prev = change_of(&f.oid);
+	cur = change_of(&d.oid);
+	CHECK(pc_link(&c, &f.oid, &d.oid, "chg2", &l) == 0 &&
+	      l.nlink == 2 && l.change != prev && change_of(&d.oid) != cur,
+	      "change: LINK moved the object's and the directory's");
+	prev = l.change;
+	cur = change_of(&d.oid);
+	CHECK(pc_remove(&c, POHMEL_OP_UNLINK, &d.oid, "chg2") == 0 &&
+	      pc_getattr(&c, &f.oid, &a) == 0 && a.nlink == 1 &&
+	      a.change != prev && change_of(&d.oid) != cur,
+	      "change: UNLINK moved the remaining link's and the directory's");
+	cur = change_of(&d.oid);
+	moved = 0;
+	for (i = 0; i < 20; i++) {
+		char nm[16];
+
+		snprintf(nm, sizeof(nm), "e%d", i);
+		if (pc_mkobj(&c, POHMEL_OP_CREATE, &d.oid, nm, 0644, 0, 0,
+			     NULL, &a, &b))
+			break;
+		moved += b.change != cur && change_of(&d.oid) == b.change;
+		cur = b.change;
+	}
+	CHECK(moved == 20, "change: each CREATE moved the directory's");
+	prev = change_of(&f.oid);
+	cur = change_of(&d.oid);
+	CHECK(pc_rename(&c, &d.oid, "e0", &d.oid, "chg", 0, &a) == 0 &&
+	      change_of(&d.oid) != cur, "change: RENAME moved the directory's");
+	CHECK(pc_close(&c, &f.oid, h) == 0, "change: CLOSE");
+}
+
+/* Run last: restarts the server. */
+static void t_change_restart(const char *conf)
+{
+	struct wattr d, f;
+	uint64_t before;
+
+	CHECK(pc_lookup(&c, &root, "chd", &d) == 0 &&
+	      pc_lookup(&c, &d.oid, "e1", &f) == 0, "restart: lookup");
+	before = f.change;
+	pc_bye(&c);
+	cl_close(&c);
+	CHECK(stop_server(&sp) == 0 && start_server("ops2", conf, &sp) == 0 &&
+	      cl_open(&c, &sp, 0, 0) == 0, "restart: server restarted");
+	CHECK(pc_getattr(&c, &f.oid, &f) == 0 && f.change != before,
+	      "restart: change differs from any value before the restart");
+	CHECK(change_of(&f.oid) == f.change, "restart: and is stable again");
+}
+
 int main(int argc, char **argv)
 {
 	char conf[1024], tmpl[] = "/var/tmp/pohmel-integ-XXXXXX";
@@ -465,8 +640,12 @@ int main(int argc, char **argv)
 	t_readdir_plus();
 	t_statfs_xattr();
 	t_errors();
+	t_symlink_times();
+	t_suid();
+	t_change();
 	CHECK(server_fds() == fds, "no fd leaked by %d requests (%d fds)",
 	      (int)c.tag, fds);
+	t_change_restart(conf);
 	CHECK(pc_bye(&c) == 0, "BYE");
 	cl_close(&c);
 	CHECK(stop_server(&sp) == 0, "SIGTERM: clean exit 0");
