@@ -27,7 +27,7 @@ static long rss_kib(pid_t pid)
 
 int main(int argc, char **argv)
 {
-	char tmpl[] = "/var/tmp/pohmel-bench-XXXXXX", conf[512], cmd[128];
+	char extra[64];
 	int n = argc > 2 ? atoi(argv[2]) : 100, i, ok = 0;
 	static uint8_t data[POHMEL_MAX_DATA];
 	long r0, r1, r2;
@@ -39,13 +39,8 @@ int main(int argc, char **argv)
 	if (argc < 2 || n < 1)
 		return 2;
 	server_bin = argv[1];
-	if (!mkdtemp(tmpl))
-		return 1;
-	snprintf(base, sizeof(base), "%s", tmpl);
-	snprintf(conf, sizeof(conf),
-		 "export / %s rw no_root_squash\nstate-dir %s/state\n"
-		 "key-file none\nmax-connections %d\n", base, base, n + 8);
-	if (start_server("bench", conf, &sp))
+	snprintf(extra, sizeof(extra), "max-connections %d\n", n + 8);
+	if (start_tmp_server("bench", extra, &sp))
 		return 1;
 	usleep(200000);
 	r0 = rss_kib(sp.pid);
@@ -71,6 +66,5 @@ int main(int argc, char **argv)
 	for (i = 0; i < n; i++)
 		cl_close(&c[i]);
 	stop_server(&sp);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", base);
-	return system(cmd) ? 1 : 0;
+	return remove_base() ? 1 : 0;
 }

@@ -137,7 +137,6 @@ out:
 
 int main(int argc, char **argv)
 {
-	char tmpl[] = "/var/tmp/pohmel-bench-XXXXXX", conf[512], cmd[128];
 	static const int def_conns[] = { 1, 4, 16 };
 	double seconds = argc > 2 ? atof(argv[2]) : 3;
 	int nconns = argc > 3 ? argc - 3 : 3, ci, k, i, rc = 0;
@@ -146,13 +145,7 @@ int main(int argc, char **argv)
 	if (argc < 2 || seconds <= 0)
 		return 2;
 	server_bin = argv[1];
-	if (!mkdtemp(tmpl))
-		return 1;
-	snprintf(base, sizeof(base), "%s", tmpl);
-	snprintf(conf, sizeof(conf),
-		 "export / %s rw no_root_squash\nstate-dir %s/state\n"
-		 "key-file none\nmax-connections 128\n", base, base);
-	if (start_server("bench", conf, &sp))
+	if (start_tmp_server("bench", "max-connections 128\n", &sp))
 		return 1;
 	printf("pohmeld small-op throughput on loopback, %.0f s per cell; one "
 	       "request in flight per connection\n", seconds);
@@ -194,8 +187,7 @@ int main(int argc, char **argv)
 		}
 	}
 	stop_server(&sp);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", base);
-	if (system(cmd))
+	if (remove_base())
 		rc = 1;
 	return rc;
 }

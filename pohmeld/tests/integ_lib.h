@@ -133,4 +133,29 @@ static void cl_close(struct pc *c)
 {
 	pc_disconnect(c);
 }
+
+/* The usual test server: a fresh directory under /var/tmp becomes base
+ * and the export (state inside it), no key, plus extra config lines. */
+static inline int start_tmp_server(const char *name, const char *extra,
+				   struct srvproc *sp)
+{
+	char tmpl[] = "/var/tmp/pohmel-test-XXXXXX", conf[1024];
+
+	if (!mkdtemp(tmpl))
+		return -1;
+	snprintf(base, sizeof(base), "%s", tmpl);
+	snprintf(conf, sizeof(conf),
+		 "export / %s rw no_root_squash\nstate-dir %s/state\n"
+		 "key-file none\n%s", base, base, extra);
+	return start_server(name, conf, sp);
+}
+
+/* rm -rf base; 0 on success. */
+static inline int remove_base(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", base);
+	return system(cmd) ? -1 : 0;
+}
 #endif

@@ -87,7 +87,6 @@ static double now(void)
 int main(int argc, char **argv)
 {
 	static uint8_t block[1 << 20];
-	char tmpl[] = "/var/tmp/pohmel-stall-XXXXXX", conf[512], cmd[200];
 	struct pc half, mute, hog, c;
 	struct work w[4];
 	uint8_t body[128];
@@ -101,13 +100,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	server_bin = argv[1];
-	if (!mkdtemp(tmpl))
-		return 1;
-	snprintf(base, sizeof(base), "%s", tmpl);
-	snprintf(conf, sizeof(conf),
-		 "export / %s rw no_root_squash\nstate-dir %s/state\n"
-		 "key-file none\n", base, base);
-	CHECK(start_server("stall", conf, &sp) == 0, "pohmeld starts");
+	CHECK(start_tmp_server("stall", "", &sp) == 0, "pohmeld starts");
 	if (tap_fail)
 		return tap_done();
 
@@ -164,8 +157,7 @@ int main(int argc, char **argv)
 	pc_disconnect(&mute);
 	cl_close(&hog);
 	if (!tap_fail) {
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", base);
-		if (system(cmd))
+		if (remove_base())
 			return 1;
 	} else {
 		printf("# left %s for inspection\n", base);
