@@ -499,8 +499,9 @@ static int queue_recall(struct pohmel_conn *c, const struct pohmel_hdr *h,
 	if (be16_to_cpu(h->op) != POHMEL_OP_RECALL ||
 	    len != POHMEL_RECALL_SIZE || pohmel_check_recall(rec))
 		return -EPROTO;
-	/* more unacked recalls than we can ack: a flood, drop the link
-	 * (which ends every grant anyway) */
+	/* More unacked recalls than we can ack: a flood. Dropping the
+	 * link ends every grant anyway.
+	 */
 	if (atomic_inc_return(&c->nr_recalls) > POHMEL_MAX_RECALLS) {
 		atomic_dec(&c->nr_recalls);
 		return -EPROTO;

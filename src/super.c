@@ -432,8 +432,10 @@ static int pohmel_init_fs_context(struct fs_context *fc)
 		kfree(sbi);
 		return -ENOMEM;
 	}
-	/* The mounter's network namespace, as NFS does: a mount made in a
-	 * container reaches the server through the container's network. */
+	/*
+	 * The mounter's network namespace, as NFS does: a mount made in a
+	 * container reaches the server through the container's network.
+	 */
 	sbi->conn.net = get_net(fc->net_ns);
 	spin_lock_init(&sbi->statfs_lock);
 	sbi->opts.port = POHMEL_DEFAULT_PORT;
