@@ -64,17 +64,32 @@ void conn_put(struct conn *c)
 	free(c);
 }
 
-int conn_send(struct conn *c, const void *buf, size_t len)
+/*
+ * Write all of buf; send_mu held. With a deadline (dl) the socket is
+ * written without blocking and polled until then: a client that does not
+ * read by the deadline has its connection cut. Without one, it blocks.
+ */
+static int send_all_locked(struct conn *c, const uint8_t *p, size_t len,
+			   const struct timespec *dl)
 {
-	const uint8_t *p = buf;
-	int err = 0;
-
-	pthread_mutex_lock(&c->send_mu);
 	while (len && !c->send_dead) {
-		ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL);
+		ssize_t n = send(c->fd, p, len,
+				 MSG_NOSIGNAL | (dl ? MSG_DONTWAIT : 0));
+		struct pollfd pf = { .fd = c->fd, .events = POLLOUT };
+		struct timespec now;
+		long ms;
 
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (dl && n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			clock_gettime(CLOCK_REALTIME, &now);
+			ms = (dl->tv_sec - now.tv_sec) * 1000 +
+			     (dl->tv_nsec - now.tv_nsec) / 1000000;
+			if (ms > 0 && poll(&pf, 1, (int)ms) >= 0)
+				continue;
+			log_warn("%s: not reading: connection cut", c->peer);
+			shutdown(c->fd, SHUT_RDWR);
+		}
 		if (n <= 0) {
 			c->send_dead = true;
 			break;
@@ -82,8 +97,15 @@ int conn_send(struct conn *c, const void *buf, size_t len)
 		p += n;
 		len -= (size_t)n;
 	}
-	if (c->send_dead)
-		err = EPIPE;
+	return c->send_dead ? EPIPE : 0;
+}
+
+int conn_send(struct conn *c, const void *buf, size_t len)
+{
+	int err;
+
+	pthread_mutex_lock(&c->send_mu);
+	err = send_all_locked(c, buf, len, NULL);
 	pthread_mutex_unlock(&c->send_mu);
 	return err;
 }
@@ -97,9 +119,8 @@ int conn_send(struct conn *c, const void *buf, size_t len)
 int conn_send_bounded(struct conn *c, const void *buf, size_t len,
 		      int timeout_ms)
 {
-	const uint8_t *p = buf;
-	struct timespec dl, now;
-	int err = 0;
+	struct timespec dl;
+	int err;
 
 	clock_gettime(CLOCK_REALTIME, &dl);
 	dl.tv_sec += timeout_ms / 1000;
@@ -112,31 +133,7 @@ int conn_send_bounded(struct conn *c, const void *buf, size_t len,
 		shutdown(c->fd, SHUT_RDWR);
 		return ETIMEDOUT;
 	}
-	while (len && !c->send_dead) {
-		ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-		struct pollfd pf = { .fd = c->fd, .events = POLLOUT };
-		long ms;
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			clock_gettime(CLOCK_REALTIME, &now);
-			ms = (dl.tv_sec - now.tv_sec) * 1000 +
-			     (dl.tv_nsec - now.tv_nsec) / 1000000;
-			if (ms > 0 && poll(&pf, 1, (int)ms) >= 0)
-				continue;
-			log_warn("%s: not reading: connection cut", c->peer);
-			shutdown(c->fd, SHUT_RDWR);
-		}
-		if (n <= 0) {
-			c->send_dead = true;
-			break;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	if (c->send_dead)
-		err = EPIPE;
+	err = send_all_locked(c, buf, len, &dl);
 	pthread_mutex_unlock(&c->send_mu);
 	return err;
 }
