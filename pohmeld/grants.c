@@ -509,9 +509,15 @@ void grant_fill(struct req *r, int fd, struct wattr *a)
 		h->next = o->holders;
 		o->holders = h;
 	}
-	if (h) {
+	/*
+	 * While a recall is pending the holder may still be flushing what
+	 * the higher grant let it buffer: its record stays at that grant
+	 * until the ack (settle), however low this reply caps it, or a
+	 * waiting requester would take the conflict as gone.
+	 */
+	if (h && !h->recall_id) {
 		h->grant = level;
-		if (level == POHMEL_GRANT_NONE && !h->recall_id)
+		if (level == POHMEL_GRANT_NONE)
 			holder_del(o, h);
 	}
 	a->grant = level;

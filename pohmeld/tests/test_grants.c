@@ -287,6 +287,53 @@ static void t_recall_order(void)
 	cl_close(&b);
 }
 
+/*
+ * B holds EXCL with data to flush when A's GETATTR recalls it to SHARED.
+ * B's flush (WRITEs sent before its ack, answered SHARED as the recall
+ * caps them) must not count as the ack: A is answered only after it, or
+ * A would read a size the rest of the flush is still changing.
+ */
+static void t_flush_before_ack(void)
+{
+	struct pc a, b, c, p;
+	struct pc_recall rc, rc2;
+	struct wattr f, g, x;
+	uint32_t st = 0;
+
+	/* created without grants, so that no directory grant is recalled */
+	CHECK(gopen(&p, &sp, false) == 0 && mkfile(&p, "fl", &f) == 0 &&
+	      mkfile(&p, "fl2", &g) == 0, "flush: two files");
+	cl_close(&p);
+	CHECK(gopen(&a, &sp, true) == 0 && gopen(&b, &sp, true) == 0 &&
+	      gopen(&c, &sp, true) == 0, "flush: three grant sessions");
+	CHECK(send_write(&b, &f.oid, 80) == 0 &&
+	      reply_grant(&b, 80, &st) == POHMEL_GRANT_EXCL,
+	      "flush: B holds EXCL");
+	CHECK(pc_getattr(&c, &g.oid, &x) == 0 &&
+	      x.grant == POHMEL_GRANT_SHARED, "flush: C holds SHARED on another file");
+	CHECK(send_getattr(&a, &f.oid, 81) == 0 &&
+	      pc_next_recall(&b, 10000, &rc) == 0 &&
+	      rc.to == POHMEL_GRANT_SHARED, "flush: B recalled to SHARED");
+	CHECK(send_write(&b, &f.oid, 82) == 0 &&
+	      reply_grant(&b, 82, &st) == POHMEL_GRANT_SHARED && st == 0,
+	      "flush: B's WRITE before its ack is answered SHARED");
+	/* an unrelated ack wakes every waiter: A's must go on waiting */
+	CHECK(send_write(&b, &g.oid, 83) == 0 &&
+	      pc_next_recall(&c, 10000, &rc2) == 0 &&
+	      pc_recall_ack(&c, &rc2) == 0 &&
+	      reply_grant(&b, 83, &st) == POHMEL_GRANT_EXCL,
+	      "flush: C acked a recall of the other file");
+	CHECK(no_reply(&a, 81), "flush: A not answered before B acked");
+	CHECK(pc_recall_ack(&b, &rc) == 0 &&
+	      reply_grant(&a, 81, &st) == POHMEL_GRANT_SHARED,
+	      "flush: A answered SHARED after B's ack");
+	CHECK(pc_getattr(&b, &f.oid, &x) == 0 &&
+	      x.grant == POHMEL_GRANT_SHARED, "flush: B now SHARED");
+	cl_close(&a);
+	cl_close(&b);
+	cl_close(&c);
+}
+
 /* A never acks: B is answered once the lease ran out. */
 static void t_lease(void)
 {
@@ -516,6 +563,7 @@ int main(int argc, char **argv)
 		return tap_done();
 	t_negotiate();
 	t_recall_order();
+	t_flush_before_ack();
 	t_namespace();
 	t_order();
 	t_lease();
