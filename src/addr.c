@@ -236,9 +236,40 @@ static vm_fault_t pohmel_page_mkwrite(struct vm_fault *vmf)
 	return VM_FAULT_LOCKED;
 }
 
+/*
+ * A recall cannot drop a page that is still referenced (it takes no
+ * folio lock, see pohmel_recall_inode), so a mapped page can outlive it.
+ * A fault after the recall (the recall unmapped the range) drops what
+ * is left first; fault-around maps nothing from a stale cache meanwhile.
+ */
+static bool vmf_stale(struct vm_fault *vmf)
+{
+	struct inode *inode = file_inode(vmf->vma->vm_file);
+
+	return test_bit(POHMEL_I_DATA_STALE, &POHMEL_I(inode)->flags);
+}
+
+POHMEL_DEFINE_MAP_PAGES(pohmel_map_pages, vmf_stale)
+
+static vm_fault_t pohmel_fault(struct vm_fault *vmf)
+{
+	struct inode *inode = file_inode(vmf->vma->vm_file);
+	int err;
+
+	if (vmf_stale(vmf)) {
+		/* the size may have moved with the data */
+		err = pohmel_revalidate_inode(inode, false);
+		if (!err)
+			err = pohmel_revalidate_mapping(inode);
+		if (err)
+			return vmf_error(err);
+	}
+	return filemap_fault(vmf);
+}
+
 const struct vm_operations_struct pohmel_vm_ops = {
-	.fault		= filemap_fault,
-	.map_pages	= filemap_map_pages,
+	.fault		= pohmel_fault,
+	.map_pages	= pohmel_map_pages,
 	.page_mkwrite	= pohmel_page_mkwrite,
 };
 

@@ -294,6 +294,29 @@ static inline void pohmel_allow_odirect(struct file *file)
 #endif
 }
 
+/* --- 5.12: ->map_pages returns vm_fault_t ------------------------- */
+/*
+ * ->map_pages returns vm_fault_t since 5.12 (void before).
+ * POHMEL_DEFINE_MAP_PAGES(name, skip) defines a ->map_pages that maps
+ * nothing when skip(vmf) is true, else what filemap_map_pages() maps.
+ */
+#ifdef HAVE_MAP_PAGES_VM_FAULT_T
+#define POHMEL_DEFINE_MAP_PAGES(name, skip)				\
+static vm_fault_t name(struct vm_fault *vmf, pgoff_t start, pgoff_t end) \
+{									\
+	if (skip(vmf))							\
+		return 0;						\
+	return filemap_map_pages(vmf, start, end);			\
+}
+#else
+#define POHMEL_DEFINE_MAP_PAGES(name, skip)				\
+static void name(struct vm_fault *vmf, pgoff_t start, pgoff_t end)	\
+{									\
+	if (!skip(vmf))							\
+		filemap_map_pages(vmf, start, end);			\
+}
+#endif
+
 /* --- 6.5: filemap_splice_read --------------------------------------- */
 #ifndef HAVE_FILEMAP_SPLICE_READ
 #define filemap_splice_read	generic_file_splice_read
