@@ -8,7 +8,8 @@
  *
  * While the inode holds a grant, a closed file's handle stays on the
  * inode (idle) and the next open by the same fsuid/fsgid reuses it
- * without an OPEN; idle handles are closed when the grant ends.
+ * without an OPEN; idle handles are closed when the grant ends, and at
+ * close once the mount lists POHMEL_LISTED_HANDLES_MAX handles.
  */
 #include <linux/cred.h>
 #include <linux/fs.h>
@@ -68,6 +69,7 @@ void pohmel_drop_idle_handles(struct inode *inode)
 	spin_unlock(&pi->lock);
 	list_for_each_entry_safe(h, tmp, &idle, list) {
 		list_del_init(&h->list);
+		atomic_dec(&POHMEL_SB(inode->i_sb)->listed_handles);
 		pohmel_put_handle(h);
 	}
 }
@@ -150,6 +152,7 @@ static int pohmel_open(struct inode *inode, struct file *file)
 	spin_lock(&pi->lock);
 	list_add(&h->list, &pi->handles);
 	spin_unlock(&pi->lock);
+	atomic_inc(&sbi->listed_handles);
 	file->private_data = h;
 	pohmel_allow_odirect(file);
 	return 0;
@@ -162,8 +165,13 @@ static int pohmel_release(struct inode *inode, struct file *file)
 	if (file->f_mode & FMODE_WRITE)
 		filemap_write_and_wait(inode->i_mapping);
 	pohmel_put_handle(h);
-	/* without a grant the next open asks the server anyway */
-	if (pohmel_grant(inode, NULL) == POHMEL_GRANT_NONE)
+	/*
+	 * Without a grant the next open asks the server anyway; past the
+	 * cap an idle handle would take a slot an open file may need.
+	 */
+	if (pohmel_grant(inode, NULL) == POHMEL_GRANT_NONE ||
+	    atomic_read(&POHMEL_SB(inode->i_sb)->listed_handles) >
+	    POHMEL_LISTED_HANDLES_MAX)
 		pohmel_drop_idle_handles(inode);
 	return 0;
 }

@@ -73,6 +73,7 @@ struct pohmel_sb_info {
 	u32 wsize;
 	struct pohmel_vfs_stats stats;
 	atomic64_t epochs;		/* source of pohmel_inode.epoch */
+	atomic_t listed_handles;	/* on inode lists, open or idle */
 	spinlock_t statfs_lock;		/* protects statfs, statfs_known */
 	struct pohmel_fstatfs statfs;	/* last answer, for a server away */
 	bool statfs_known;
@@ -90,6 +91,14 @@ enum {
  * a writable one from the inode (with a reference) and acts with the
  * credentials of whoever opened it.
  */
+/*
+ * Closed files keep their handle idle on the inode (file.c) only while
+ * fewer than this many are listed on the mount: the server caps a
+ * session's open handles (4096 in pohmeld), and idle ones must never
+ * use up what open files need.
+ */
+#define POHMEL_LISTED_HANDLES_MAX	1024
+
 struct pohmel_handle {
 	struct kref ref;
 	struct list_head list;		/* pohmel_inode.handles; ->lock */

@@ -6,7 +6,9 @@
 #   local changes: changes made directly in the server's export reach a
 #     warm mount 1 within the documented bound (1 s);
 #   cross-mount: a change through mount 2 is seen at once by a warm mount 1,
-#     through a recall that mount 1 acknowledged.
+#     through a recall that mount 1 acknowledged;
+#   idle handles: opening and closing more files than the server allows
+#     open per session leaves room for new files.
 # Prints recall latencies as TAP comments (not asserted).
 # Usage: grants.sh W1 W2 SCRATCH [local]
 w1=$1 w2=$2 scratch=$3 local=${4:-}
@@ -158,4 +160,22 @@ for m in "$POHMEL_MNT1" "$POHMEL_MNT2"; do
 		diag "$m: $n recalls acked, arrival to ack: mean $((tot / n / 1000)) us, max $((max / 1000)) us"
 done
 rm -rf "$w1/tree"
+
+# --- closed files keep idle handles only up to a bound ---
+# pohmeld caps a session at 4096 open handles; files opened and closed
+# under grants must never use them up (made in the export: quick).
+nh=4300
+mkdir "$ex/many" && (cd "$ex/many" && seq 1 $nh | xargs touch) || fail "grants: $nh files made in the export"
+open_all() {
+	local i
+	for i in $(seq 1 $nh); do
+		: <"$w1/many/$i" || return 1
+	done
+}
+check "grants: $nh files opened and closed one after another on mount 1" open_all
+many_ok() {
+	echo new >"$w1/many/new" && [ "$(cat "$w1/many/new")" = new ] && open_all
+}
+check "grants: afterwards a new file can be created and all opened again" many_ok
+rm -rf "$ex/many"
 tap_finish
