@@ -31,20 +31,24 @@
 #define POHMEL_IDMAP_ARG
 #endif
 
-/* Callers have POHMEL_IDMAP_PARAM in scope. 6.6 added request_mask. */
+/*
+ * Callers have POHMEL_IDMAP_PARAM in scope. 6.6 added request_mask.
+ * Each argument is a whole function argument and needs no parentheses
+ * ("POHMEL_IDMAP_ARG (x)" would also read as a function call).
+ */
 #ifdef HAVE_FILLATTR_REQUEST_MASK
 #define pohmel_generic_fillattr(mask, inode, stat) \
-	generic_fillattr(POHMEL_IDMAP_ARG (mask), (inode), (stat))
+	generic_fillattr(POHMEL_IDMAP_ARG mask, inode, stat)
 #else
 #define pohmel_generic_fillattr(mask, inode, stat) \
-	generic_fillattr(POHMEL_IDMAP_ARG (inode), (stat))
+	generic_fillattr(POHMEL_IDMAP_ARG inode, stat)
 #endif
 #define pohmel_setattr_prepare(dentry, attr) \
-	setattr_prepare(POHMEL_IDMAP_ARG (dentry), (attr))
+	setattr_prepare(POHMEL_IDMAP_ARG dentry, attr)
 #define pohmel_setattr_copy(inode, attr) \
-	setattr_copy(POHMEL_IDMAP_ARG (inode), (attr))
+	setattr_copy(POHMEL_IDMAP_ARG inode, attr)
 #define pohmel_generic_permission(inode, mask) \
-	generic_permission(POHMEL_IDMAP_ARG (inode), (mask))
+	generic_permission(POHMEL_IDMAP_ARG inode, mask)
 
 /* generic_permission() outside an inode operation (no idmapped mounts) */
 #if defined(HAVE_MNT_IDMAP)
