@@ -138,11 +138,6 @@ static inline struct timespec64 inode_set_atime_to_ts(struct inode *inode,
 #define folio_zero_segments		zero_user_segments
 #endif
 
-#ifndef HAVE_KMAP_LOCAL_PAGE
-#define kmap_local_page(p)		kmap_atomic(p)
-#define kunmap_local(a)			kunmap_atomic(a)
-#endif
-
 /* 5.19: ->read_folio; 5.18: ->dirty_folio. */
 #ifdef HAVE_AOPS_READ_FOLIO
 #define POHMEL_AOPS_READ(fn)	.read_folio = (fn)
