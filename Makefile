@@ -23,7 +23,7 @@ all: server
 help:
 	@echo "make            build pohmeld and the pohmel tool (host)"
 	@echo "make check      all tests: host tier, then the QEMU kernel matrix"
-	@echo "make check-host host tier only (server, protocol, fuzz smoke)"
+	@echo "make check-host host tier only (server, protocol, fuzz smoke, checkpatch)"
 	@echo "make check-qemu QEMU tier only (SUITES=\"$(SUITES)\")"
 	@echo "make demo       boot $(DEMO_SUITE), serve, mount, show a session"
 	@echo "make shell      boot $(DEMO_SUITE) interactively with the export mounted"
@@ -42,9 +42,13 @@ check: deps
 	$(MAKE) check-host
 	$(MAKE) check-qemu
 
+# tests/lint checkpatch: a few seconds offline once checkpatch.pl is in
+# $(POHMEL_CACHE); the first run fetches it (apt-get download) and fails,
+# never skips, if it cannot.
 check-host:
 	$(MAKE) -C pohmeld check
 	tests/pkg/test-mount-helper
+	tests/lint checkpatch
 
 # The kernel matrix (functional suite per release), then the packaging
 # tier (build .deb/.rpm, install/purge them in every release's root).

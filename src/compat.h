@@ -31,20 +31,24 @@
 #define POHMEL_IDMAP_ARG
 #endif
 
-/* Callers have POHMEL_IDMAP_PARAM in scope. 6.6 added request_mask. */
+/*
+ * Callers have POHMEL_IDMAP_PARAM in scope. 6.6 added request_mask.
+ * Each argument is a whole function argument and needs no parentheses
+ * ("POHMEL_IDMAP_ARG (x)" would also read as a function call).
+ */
 #ifdef HAVE_FILLATTR_REQUEST_MASK
 #define pohmel_generic_fillattr(mask, inode, stat) \
-	generic_fillattr(POHMEL_IDMAP_ARG (mask), (inode), (stat))
+	generic_fillattr(POHMEL_IDMAP_ARG mask, inode, stat)
 #else
 #define pohmel_generic_fillattr(mask, inode, stat) \
-	generic_fillattr(POHMEL_IDMAP_ARG (inode), (stat))
+	generic_fillattr(POHMEL_IDMAP_ARG inode, stat)
 #endif
 #define pohmel_setattr_prepare(dentry, attr) \
-	setattr_prepare(POHMEL_IDMAP_ARG (dentry), (attr))
+	setattr_prepare(POHMEL_IDMAP_ARG dentry, attr)
 #define pohmel_setattr_copy(inode, attr) \
-	setattr_copy(POHMEL_IDMAP_ARG (inode), (attr))
+	setattr_copy(POHMEL_IDMAP_ARG inode, attr)
 #define pohmel_generic_permission(inode, mask) \
-	generic_permission(POHMEL_IDMAP_ARG (inode), (mask))
+	generic_permission(POHMEL_IDMAP_ARG inode, mask)
 
 /* generic_permission() outside an inode operation (no idmapped mounts) */
 #if defined(HAVE_MNT_IDMAP)
@@ -132,11 +136,6 @@ static inline struct timespec64 inode_set_atime_to_ts(struct inode *inode,
 #define folio_mark_dirty		set_page_dirty
 #define folio_zero_segment		zero_user_segment
 #define folio_zero_segments		zero_user_segments
-#endif
-
-#ifndef HAVE_KMAP_LOCAL_PAGE
-#define kmap_local_page(p)		kmap_atomic(p)
-#define kunmap_local(a)			kunmap_atomic(a)
 #endif
 
 /* 5.19: ->read_folio; 5.18: ->dirty_folio. */

@@ -173,6 +173,7 @@ struct pohmel_hdr {
 	__be32 uid;		/* request: caller's fsuid; reply: 0 */
 	__be32 gid;		/* request: caller's fsgid; reply: 0 */
 };
+
 #define POHMEL_HDR_SIZE		32
 
 /*
@@ -193,6 +194,7 @@ struct pohmel_oid {
 	__be64 id;
 	__be64 gen;
 };
+
 #define POHMEL_OID_SIZE		16
 
 struct pohmel_time {
@@ -200,6 +202,7 @@ struct pohmel_time {
 	__be32 nsec;		/* 0..999999999 */
 	__be32 pad;
 };
+
 #define POHMEL_TIME_SIZE	16
 
 /*
@@ -273,6 +276,7 @@ struct pohmel_attr {
 	__be32 grant;		/* POHMEL_GRANT_* */
 	__be32 pad;
 };
+
 #define POHMEL_ATTR_SIZE	120
 
 /*
@@ -292,6 +296,7 @@ struct pohmel_hello {
 	__u8 nonce[POHMEL_NONCE_LEN];
 	__u8 mac[POHMEL_MAC_LEN];
 };
+
 #define POHMEL_HELLO_SIZE	112
 
 /*
@@ -305,6 +310,7 @@ struct pohmel_hello {
 struct pohmel_auth {
 	__u8 mac[POHMEL_MAC_LEN];
 };
+
 #define POHMEL_AUTH_SIZE	32
 
 /* GETATTR, READLINK, STATFS, FSYNC: body is a pohmel_oid (+ below). */
@@ -321,6 +327,7 @@ struct pohmel_name_req {
 	__be16 pad0;
 	__be32 pad1;
 };
+
 #define POHMEL_NAME_REQ_SIZE	24
 /*
  * LOOKUP reply: struct pohmel_attr of the object.
@@ -343,6 +350,7 @@ struct pohmel_create {
 	__be16 namelen;
 	__be16 tgtlen;		/* SYMLINK */
 };
+
 #define POHMEL_CREATE_SIZE	40
 
 /* Reply to CREATE/MKDIR/MKNOD/SYMLINK/LINK/RENAME. */
@@ -350,6 +358,7 @@ struct pohmel_entry_reply {
 	struct pohmel_attr obj;		/* the new or moved object */
 	struct pohmel_attr dir;		/* (new) parent directory after */
 };
+
 #define POHMEL_ENTRY_REPLY_SIZE	240
 
 /* LINK: struct pohmel_link, then name. Reply: pohmel_entry_reply. */
@@ -360,6 +369,7 @@ struct pohmel_link {
 	__be16 pad0;
 	__be32 pad1;
 };
+
 #define POHMEL_LINK_SIZE	40
 
 /*
@@ -377,6 +387,7 @@ struct pohmel_rename {
 	__be16 oldlen;
 	__be16 newlen;
 };
+
 #define POHMEL_RENAME_SIZE	40
 
 /* SETATTR: struct pohmel_setattr. Reply: struct pohmel_attr. */
@@ -399,6 +410,7 @@ struct pohmel_setattr {
 	struct pohmel_time atime;
 	struct pohmel_time mtime;
 };
+
 #define POHMEL_SETATTR_SIZE	72
 
 /*
@@ -416,6 +428,7 @@ struct pohmel_readdir {
 	__be32 maxbytes;	/* reply payload limit */
 	__be32 pad;
 };
+
 #define POHMEL_READDIR_SIZE	32
 
 #define POHMEL_READDIR_EOF	0x1
@@ -424,6 +437,7 @@ struct pohmel_readdir_reply {
 	__be32 count;
 	__be32 flags;		/* POHMEL_READDIR_EOF */
 };
+
 #define POHMEL_READDIR_REPLY_SIZE 128
 
 struct pohmel_dirent {
@@ -433,6 +447,7 @@ struct pohmel_dirent {
 	__be16 pad0;
 	__be32 pad1;
 };
+
 #define POHMEL_DIRENT_SIZE	136
 
 /*
@@ -449,18 +464,21 @@ struct pohmel_open {
 	__be32 flags;		/* POHMEL_OPEN_* */
 	__be32 pad;
 };
+
 #define POHMEL_OPEN_SIZE	24
 
 struct pohmel_open_reply {
 	struct pohmel_attr attr;
 	__be64 handle;
 };
+
 #define POHMEL_OPEN_REPLY_SIZE	128
 
 struct pohmel_handle_req {
 	struct pohmel_oid oid;
 	__be64 handle;
 };
+
 #define POHMEL_HANDLE_REQ_SIZE	24
 
 /*
@@ -479,6 +497,7 @@ struct pohmel_io {
 	__be32 count;
 	__be32 flags;		/* POHMEL_IO_* */
 };
+
 #define POHMEL_IO_SIZE		40
 
 struct pohmel_io_reply {
@@ -486,6 +505,7 @@ struct pohmel_io_reply {
 	__be32 count;
 	__be32 pad;
 };
+
 #define POHMEL_IO_REPLY_SIZE	128
 
 /* FSYNC: struct pohmel_fsync; reply struct pohmel_attr. */
@@ -497,6 +517,7 @@ struct pohmel_fsync {
 	__be32 flags;
 	__be32 pad;
 };
+
 #define POHMEL_FSYNC_SIZE	32
 
 /* STATFS: body pohmel_oid; reply struct pohmel_statfs. */
@@ -509,6 +530,7 @@ struct pohmel_statfs {
 	__be32 bsize;
 	__be32 namelen;
 };
+
 #define POHMEL_STATFS_SIZE	48
 
 /*
@@ -534,12 +556,14 @@ struct pohmel_xattr {
 	__be16 pad0;
 	__be32 pad1;
 };
+
 #define POHMEL_XATTR_SIZE	32
 
 struct pohmel_xattr_reply {
 	__be32 valuelen;	/* size of the value (sent or not) */
 	__be32 pad;
 };
+
 #define POHMEL_XATTR_REPLY_SIZE	8
 
 /*
@@ -570,6 +594,7 @@ struct pohmel_lock {
 	__be32 pid;		/* reported back by TEST */
 	__be32 pad;
 };
+
 #define POHMEL_LOCK_SIZE	56
 
 /*
@@ -594,6 +619,7 @@ struct pohmel_recall {
 	__be32 pad;
 	__be64 recall_id;
 };
+
 #define POHMEL_RECALL_SIZE	32
 
 /* STATS: empty request; reply is NUL-free text "name value\n" lines. */

@@ -99,8 +99,7 @@ struct pohmel_req *pohmel_req_alloc(struct pohmel_conn *c, u16 op,
 		h->flags = cpu_to_be16(POHMEL_HF_GROUPS);
 		g[0] = cpu_to_be32(ngroups);
 		for (i = 0; i < ngroups; i++)
-			g[1 + i] = cpu_to_be32(from_kgid_munged(&init_user_ns,
-							gi->gid[i]));
+			g[1 + i] = cpu_to_be32(from_kgid_munged(&init_user_ns, gi->gid[i]));
 	}
 	if (gi)
 		put_group_info(gi);

@@ -22,34 +22,37 @@
 
 #include "pohmel.h"
 
-enum { Opt_port, Opt_key, Opt_keyfile, Opt_soft, Opt_hard, Opt_timeo,
-       Opt_cache, Opt_rsize, Opt_wsize, Opt_grants };
-enum { Cache_strict, Cache_none };
-enum { Grants_on, Grants_off };
+enum {
+	OPT_PORT, OPT_KEY, OPT_KEYFILE, OPT_SOFT, OPT_HARD, OPT_TIMEO,
+	OPT_CACHE, OPT_RSIZE, OPT_WSIZE, OPT_GRANTS,
+};
+
+enum { CACHE_STRICT, CACHE_NONE };
+enum { GRANTS_ON, GRANTS_OFF };
 
 static const struct constant_table pohmel_cache_modes[] = {
-	{ "strict",	Cache_strict },
-	{ "none",	Cache_none },
+	{ "strict",	CACHE_STRICT },
+	{ "none",	CACHE_NONE },
 	{}
 };
 
 static const struct constant_table pohmel_grant_modes[] = {
-	{ "on",		Grants_on },
-	{ "off",	Grants_off },
+	{ "on",		GRANTS_ON },
+	{ "off",	GRANTS_OFF },
 	{}
 };
 
 static const struct fs_parameter_spec pohmel_params[] = {
-	fsparam_u32	("port",	Opt_port),
-	fsparam_string	("key",		Opt_key),
-	fsparam_string	("keyfile",	Opt_keyfile),
-	fsparam_flag	("soft",	Opt_soft),
-	fsparam_flag	("hard",	Opt_hard),
-	fsparam_u32	("timeo",	Opt_timeo),
-	fsparam_enum	("cache",	Opt_cache, pohmel_cache_modes),
-	fsparam_u32	("rsize",	Opt_rsize),
-	fsparam_u32	("wsize",	Opt_wsize),
-	fsparam_enum	("grants",	Opt_grants, pohmel_grant_modes),
+	fsparam_u32("port", OPT_PORT),
+	fsparam_string("key", OPT_KEY),
+	fsparam_string("keyfile", OPT_KEYFILE),
+	fsparam_flag("soft", OPT_SOFT),
+	fsparam_flag("hard", OPT_HARD),
+	fsparam_u32("timeo", OPT_TIMEO),
+	fsparam_enum("cache", OPT_CACHE, pohmel_cache_modes),
+	fsparam_u32("rsize", OPT_RSIZE),
+	fsparam_u32("wsize", OPT_WSIZE),
+	fsparam_enum("grants", OPT_GRANTS, pohmel_grant_modes),
 	{}
 };
 
@@ -80,42 +83,42 @@ static int pohmel_parse_param(struct fs_context *fc,
 	if (opt < 0)
 		return opt;
 	switch (opt) {
-	case Opt_port:
+	case OPT_PORT:
 		if (!r.uint_32 || r.uint_32 > 65535)
 			return invalf(fc, "pohmel: port=%u is not a TCP port (1..65535)",
 				      r.uint_32);
 		o->port = r.uint_32;
 		break;
-	case Opt_key:
+	case OPT_KEY:
 		return parse_key(fc, o, param->string);
-	case Opt_keyfile:
+	case OPT_KEYFILE:
 		o->keyfile = true;
 		break;
-	case Opt_soft:
+	case OPT_SOFT:
 		o->soft = true;
 		break;
-	case Opt_hard:
+	case OPT_HARD:
 		o->soft = false;
 		break;
-	case Opt_timeo:
+	case OPT_TIMEO:
 		if (!r.uint_32 || r.uint_32 > 24 * 3600)
 			return invalf(fc, "pohmel: timeo=%u must be 1..86400 seconds",
 				      r.uint_32);
 		o->timeo = r.uint_32;
 		break;
-	case Opt_cache:
-		o->cache_none = r.uint_32 == Cache_none;
+	case OPT_CACHE:
+		o->cache_none = r.uint_32 == CACHE_NONE;
 		break;
-	case Opt_grants:
-		o->no_grants = r.uint_32 == Grants_off;
+	case OPT_GRANTS:
+		o->no_grants = r.uint_32 == GRANTS_OFF;
 		break;
-	case Opt_rsize:
-	case Opt_wsize:
+	case OPT_RSIZE:
+	case OPT_WSIZE:
 		if (r.uint_32 < PAGE_SIZE || r.uint_32 > POHMEL_MAX_DATA)
 			return invalf(fc, "pohmel: %s=%u must be %lu..%u bytes",
 				      param->key, r.uint_32, PAGE_SIZE,
 				      POHMEL_MAX_DATA);
-		if (opt == Opt_rsize)
+		if (opt == OPT_RSIZE)
 			o->rsize = rounddown(r.uint_32, PAGE_SIZE);
 		else
 			o->wsize = rounddown(r.uint_32, PAGE_SIZE);
@@ -168,7 +171,8 @@ static int parse_source(struct fs_context *fc, struct pohmel_mount_opts *o)
 	o->path = kstrdup(colon + 1, GFP_KERNEL);
 	return o->path ? 0 : -ENOMEM;
 bad:
-	return invalf(fc, "pohmel: source '%s' is not ADDR:/PATH with an IPv4 or [IPv6] literal (mount.pohmel resolves names)",
+	return invalf(fc,
+		      "pohmel: source '%s' is not ADDR:/PATH with an IPv4 or [IPv6] literal (mount.pohmel resolves names)",
 		      src);
 }
 
@@ -376,7 +380,8 @@ static int pohmel_get_tree(struct fs_context *fc)
 	int err;
 
 	if (sbi->opts.keyfile && !sbi->opts.keylen)
-		return invalf(fc, "pohmel: keyfile= is read by mount.pohmel; the kernel needs key=HEX");
+		return invalf(fc,
+			      "pohmel: keyfile= is read by mount.pohmel; the kernel needs key=HEX");
 	err = parse_source(fc, &sbi->opts);
 	if (err)
 		return err;

@@ -66,6 +66,7 @@
 #define H_STATUS 12
 /* offsets in an attr */
 #define A_ID 0
+#define A_GEN 8
 #define A_ATIME_NSEC 48
 #define A_MODE 88
 #define A_NLINK 92
@@ -108,7 +109,7 @@ static const struct scenario scenarios[] = {
 	{ "attr-mode", W_ATTR, 1, "attr with an invalid file type" },
 	{ "attr-nsec", W_ATTR, 1, "attr with nsec >= 1e9" },
 	{ "attr-id0", W_ATTR, 1, "attr with object id 0" },
-	{ "attr-type", W_ATTR, 1, "attr of a known object with another (valid) type" },
+	{ "attr-type", W_ATTR, 1, "attr of a known object (id and gen seen before) with another (valid) type" },
 	{ "attr-nlink0", W_ATTR, 0, "every attr says nlink 0" },
 	{ "dirent-namelen", W_DIRENT, 1, "readdir entry name length past the end" },
 	{ "dirent-count", W_DIRENT, 1, "readdir count larger than the entries" },
@@ -145,6 +146,17 @@ static const struct scenario *sc;
 static volatile sig_atomic_t armed;
 static int fired;
 static FILE *logf;
+
+/*
+ * attr-type: the objects the client was told of (by the first attr of a
+ * reply: the one it makes an inode of or refreshes). Another type under
+ * a known (id, gen) is what the client can refuse; the same lie about an
+ * object it never saw is indistinguishable from the truth, and it keeps
+ * it for as long as the server's grants say nothing changed.
+ */
+#define SEEN_MAX 4096
+static struct { uint64_t id, gen; } seen[SEEN_MAX];
+static size_t nseen;
 
 static void on_usr1(int sig)
 {
@@ -235,6 +247,30 @@ static int attr_op(uint16_t op)
 	return 0;
 }
 
+static int seen_attr(const uint8_t *a)
+{
+	uint64_t id = get64(a + A_ID), gen = get64(a + A_GEN);
+	size_t i;
+
+	for (i = 0; i < nseen; i++)
+		if (seen[i].id == id && seen[i].gen == gen)
+			return 1;
+	return 0;
+}
+
+/* Remember the object a successful reply (or AUTH's root) told of. */
+static void see_attr(const uint8_t *m, uint16_t op, uint32_t len)
+{
+	const uint8_t *a = m + HDR;
+
+	if (len < ATTR || get32(m + H_STATUS) || (get16(m + H_FLAGS) & HF_SERVER) ||
+	    (!attr_op(op) && op != OP_AUTH) || seen_attr(a) || nseen == SEEN_MAX)
+		return;
+	seen[nseen].id = get64(a + A_ID);
+	seen[nseen].gen = get64(a + A_GEN);
+	nseen++;
+}
+
 static void to_client(struct conn *c, const uint8_t *m, size_t n)
 {
 	if (!c->stalled)
@@ -296,7 +332,8 @@ static int applies(const struct conn *c, const uint8_t *m, uint16_t op, uint32_t
 		return 0;
 	switch (sc->when) {
 	case W_ATTR:
-		return attr_op(rop) && len >= ATTR && !get32(m + H_STATUS);
+		return attr_op(rop) && len >= ATTR && !get32(m + H_STATUS) &&
+		       (strcmp(sc->name, "attr-type") || seen_attr(m + HDR));
 	case W_DIRENT:
 		return rop == OP_READDIR && len > 128 + 136 && get32(m + HDR + 120) > 0;
 	case W_READ:
@@ -458,6 +495,7 @@ static void hostile_reply(struct conn *c, uint8_t *m, uint32_t len, uint16_t op)
 static void from_server(struct conn *c, uint8_t *m, uint32_t len)
 {
 	uint16_t op = get16(m + H_OP);
+	int hit;
 
 	if (!strcmp(sc->name, "reorder") && armed && op != OP_HELLO && op != OP_AUTH) {
 		if (!c->nheld)
@@ -481,7 +519,9 @@ static void from_server(struct conn *c, uint8_t *m, uint32_t len)
 		to_client(c, c->listing.p, c->listing.len);
 		return;
 	}
-	if (applies(c, m, op, len))
+	hit = applies(c, m, op, len);
+	see_attr(m, op, len);
+	if (hit)
 		hostile_reply(c, m, len, op);
 	else
 		to_client(c, m, HDR + len);

@@ -235,7 +235,12 @@ while read -r sc class; do
 	else
 		r1=$(round 1)
 	fi
-	grep -q '^fired' "$hlog" && pass "$name: the scenario fired" || fail "$name: the scenario fired"
+	if grep -q '^fired' "$hlog"; then
+		pass "$name: the scenario fired"
+		diag "$(grep -m 1 '^fired' "$hlog")"	# which reply it hit
+	else
+		fail "$name: the scenario fired"
+	fi
 	case $class in
 	recover|rehello)
 		if round_ok "$r1" 1; then
