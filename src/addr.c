@@ -249,7 +249,15 @@ static bool vmf_stale(struct vm_fault *vmf)
 	return test_bit(POHMEL_I_DATA_STALE, &POHMEL_I(inode)->flags);
 }
 
-POHMEL_DEFINE_MAP_PAGES(pohmel_map_pages, vmf_stale)
+static vm_fault_t pohmel_map_pages(struct vm_fault *vmf, pgoff_t start,
+				   pgoff_t end)
+{
+	if (vmf_stale(vmf))
+		return 0;
+	return pohmel_filemap_map_pages(vmf, start, end);
+}
+
+POHMEL_DEFINE_MAP_PAGES_VOID(pohmel_map_pages)
 
 static vm_fault_t pohmel_fault(struct vm_fault *vmf)
 {
@@ -269,7 +277,7 @@ static vm_fault_t pohmel_fault(struct vm_fault *vmf)
 
 const struct vm_operations_struct pohmel_vm_ops = {
 	.fault		= pohmel_fault,
-	.map_pages	= pohmel_map_pages,
+	.map_pages	= POHMEL_MAP_PAGES(pohmel_map_pages),
 	.page_mkwrite	= pohmel_page_mkwrite,
 };
 

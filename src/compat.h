@@ -295,26 +295,30 @@ static inline void pohmel_allow_odirect(struct file *file)
 
 /* --- 5.12: ->map_pages returns vm_fault_t ------------------------- */
 /*
- * ->map_pages returns vm_fault_t since 5.12 (void before).
- * POHMEL_DEFINE_MAP_PAGES(name, skip) defines a ->map_pages that maps
- * nothing when skip(vmf) is true, else what filemap_map_pages() maps.
+ * ->map_pages and filemap_map_pages() return vm_fault_t since 5.12
+ * (void before). Write ->map_pages as a vm_fault_t function FN calling
+ * pohmel_filemap_map_pages(), put POHMEL_DEFINE_MAP_PAGES_VOID(FN)
+ * after it and POHMEL_MAP_PAGES(FN) in the vm_operations_struct.
  */
 #ifdef HAVE_MAP_PAGES_VM_FAULT_T
-#define POHMEL_DEFINE_MAP_PAGES(name, skip)				\
-static vm_fault_t name(struct vm_fault *vmf, pgoff_t start, pgoff_t end) \
-{									\
-	if (skip(vmf))							\
-		return 0;						\
-	return filemap_map_pages(vmf, start, end);			\
-}
+#define pohmel_filemap_map_pages	filemap_map_pages
+#define POHMEL_MAP_PAGES(fn)		fn
 #else
-#define POHMEL_DEFINE_MAP_PAGES(name, skip)				\
-static void name(struct vm_fault *vmf, pgoff_t start, pgoff_t end)	\
-{									\
-	if (!skip(vmf))							\
-		filemap_map_pages(vmf, start, end);			\
+static inline vm_fault_t pohmel_filemap_map_pages(struct vm_fault *vmf,
+						  pgoff_t start, pgoff_t end)
+{
+	filemap_map_pages(vmf, start, end);
+	return 0;
 }
+
+#define POHMEL_MAP_PAGES(fn)		fn##_void
 #endif
+#define POHMEL_DEFINE_MAP_PAGES_VOID(fn)				\
+static void __maybe_unused fn##_void(struct vm_fault *vmf,		\
+				     pgoff_t start, pgoff_t end)	\
+{									\
+	fn(vmf, start, end);						\
+}
 
 /* --- 6.5: filemap_splice_read --------------------------------------- */
 #ifndef HAVE_FILEMAP_SPLICE_READ
