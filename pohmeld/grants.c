@@ -210,6 +210,19 @@ static int recall(struct gobj *o, struct holder *h, uint32_t to,
 	return 0;
 }
 
+/* Must hold grants_mu. Queue a RECALL to NONE for every holder of o
+ * not already being recalled to NONE. */
+static void recall_holders(struct gobj *o, struct recall_msg **out)
+{
+	struct holder *h;
+
+	if (stopping)
+		return;
+	for (h = o->holders; h; h = h->next)
+		if (!(h->recall_id && h->recall_to == POHMEL_GRANT_NONE))
+			recall(o, h, POHMEL_GRANT_NONE, out);
+}
+
 /* Without grants_mu: send queued RECALLs, drop the references. */
 static void send_recalls(struct recall_msg *rm)
 {
@@ -465,6 +478,7 @@ void grant_fill(struct req *r, int fd, struct wattr *a)
 {
 	bool grants = r->c && (r->c->features & POHMEL_FEAT_GRANTS);
 	uint32_t level = grants ? want_of(r, a) : POHMEL_GRANT_NONE;
+	struct recall_msg *rm = NULL;
 	struct grant_mark *g;
 	struct holder *h, *x;
 	struct gobj *o;
@@ -476,6 +490,18 @@ void grant_fill(struct req *r, int fd, struct wattr *a)
 	o = find(a->oid.id, level != POHMEL_GRANT_NONE);
 	if (!o)
 		goto out;
+	/*
+	 * Another object under this id: its inode number was reused. The
+	 * watch (if the kernel has not dropped it yet) is on the old inode,
+	 * and what the holders cache may be the old object: recall them,
+	 * and watch the new inode below.
+	 */
+	if (o->oid.gen && o->oid.gen != a->oid.gen) {
+		if (o->wd >= 0)
+			notify_unwatch(o->wd);
+		o->wd = -1;
+		recall_holders(o, &rm);
+	}
 	o->change = a->change;
 	o->oid.gen = a->oid.gen;
 	if (level == POHMEL_GRANT_NONE || r->c->grants_gone || stopping)
@@ -519,6 +545,7 @@ out_free:
 	maybe_free(o);
 out:
 	pthread_mutex_unlock(&grants_mu);
+	send_recalls(rm);
 }
 
 int op_recall_ack(struct req *r)
@@ -575,20 +602,38 @@ void grants_local_change(uint64_t id)
 {
 	struct recall_msg *rm = NULL;
 	struct gobj *o;
-	struct holder *h;
 
 	pthread_mutex_lock(&grants_mu);
 	o = find(id, false);
 	if (o && !o->busy) {
 		/* Even within ctime's tick, its change attribute moves. */
 		change_bump(id);
-		for (h = o->holders; h; h = h->next)
-			if (!(h->recall_id &&
-			      h->recall_to == POHMEL_GRANT_NONE) &&
-			    !stopping)
-				recall(o, h, POHMEL_GRANT_NONE, &rm);
+		recall_holders(o, &rm);
 		log_debug("object %llu changed locally",
 			  (unsigned long long)id);
+	}
+	pthread_mutex_unlock(&grants_mu);
+	send_recalls(rm);
+}
+
+/*
+ * notify.c: the kernel dropped watch wd of object id (IN_IGNORED: the
+ * inode is gone). Nothing watches the object any more, so nobody may
+ * keep a grant on it; the next grant on the id adds a watch again (on
+ * whatever inode then has that number). Busy or not: pohmeld's own
+ * removal of the object ends its watch too.
+ */
+void grants_watch_gone(uint64_t id, int wd)
+{
+	struct recall_msg *rm = NULL;
+	struct gobj *o;
+
+	pthread_mutex_lock(&grants_mu);
+	o = find(id, false);
+	if (o && o->wd == wd) {
+		o->wd = -1;
+		recall_holders(o, &rm);
+		maybe_free(o);
 	}
 	pthread_mutex_unlock(&grants_mu);
 	send_recalls(rm);
@@ -599,16 +644,12 @@ void grants_recall_all(void)
 {
 	struct recall_msg *rm = NULL;
 	struct gobj *o;
-	struct holder *h;
 	size_t i;
 
 	pthread_mutex_lock(&grants_mu);
 	for (i = 0; i < BUCKETS; i++)
 		for (o = tab[i]; o; o = o->next)
-			for (h = o->holders; h; h = h->next)
-				if (!(h->recall_id && h->recall_to ==
-				      POHMEL_GRANT_NONE) && !stopping)
-					recall(o, h, POHMEL_GRANT_NONE, &rm);
+			recall_holders(o, &rm);
 	pthread_mutex_unlock(&grants_mu);
 	send_recalls(rm);
 }

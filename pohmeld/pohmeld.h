@@ -345,6 +345,7 @@ void grant_fill(struct req *r, int fd, struct wattr *a);
 int op_recall_ack(struct req *r);
 void grants_conn_gone(struct conn *c);
 void grants_local_change(uint64_t id);
+void grants_watch_gone(uint64_t id, int wd);
 void grants_recall_all(void);
 void grants_shutdown(void);
 
