@@ -617,26 +617,27 @@ void grants_local_change(uint64_t id)
 }
 
 /*
- * notify.c: the kernel dropped watch wd of object id (IN_IGNORED: the
- * inode is gone). Nothing watches the object any more, so nobody may
- * keep a grant on it; the next grant on the id adds a watch again (on
- * whatever inode then has that number). Busy or not: pohmeld's own
- * removal of the object ends its watch too.
+ * notify.c: the kernel dropped watch wd of object id (IN_IGNORED): the
+ * inode is gone (its last link removed; any local change before that
+ * was reported and recalled). What the holders cache of it cannot change
+ * any more, so they are dropped without a message, and its number may
+ * now name a new object (another gen, which clients keep apart): its
+ * first grant adds a new watch. Until then no grant stands on the id.
  */
 void grants_watch_gone(uint64_t id, int wd)
 {
-	struct recall_msg *rm = NULL;
 	struct gobj *o;
 
 	pthread_mutex_lock(&grants_mu);
 	o = find(id, false);
 	if (o && o->wd == wd) {
 		o->wd = -1;
-		recall_holders(o, &rm);
+		while (o->holders)
+			holder_del(o, o->holders);
 		maybe_free(o);
+		pthread_cond_broadcast(&grants_cv);
 	}
 	pthread_mutex_unlock(&grants_mu);
-	send_recalls(rm);
 }
 
 /* Inotify queue overflow: every object may have changed. */

@@ -264,7 +264,7 @@ static void event(const struct inotify_event *ev)
 	 * The kernel dropped the watch: the inode is gone (removed), or we
 	 * removed it (then the entry went first). Its number may come back
 	 * as a new object's id at once, so the entry must not outlive it:
-	 * grants.c forgets the watch and recalls the holders.
+	 * grants.c forgets the watch and the grants on the gone inode.
 	 */
 	if (ev->mask & IN_IGNORED) {
 		pthread_mutex_lock(&notify_mu);
