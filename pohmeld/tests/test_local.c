@@ -12,6 +12,8 @@
  * change made in the export to such a reused file or directory (append,
  * chmod, create, unlink, rename) must reach A as a RECALL.
  *
+ * Links: removing one name of a held file with two keeps its watch.
+ *
  * Overflow: pohmeld's notify thread is held (POHMELD_TEST_NOTIFY_HOLD)
  * while more local changes than the inotify queue takes are made; the
  * last ones (a create in a held directory, a chmod) are lost with the
@@ -470,6 +472,32 @@ out:
 	cl_close(&b);
 }
 
+/*
+ * Removing one name of a held file that has another: the inode lives on
+ * (no IN_IGNORED), its watch and A's grant stay, and a local change
+ * through the other name is recalled.
+ */
+static void t_link(void)
+{
+	struct pc a;
+	struct wattr f, x;
+	int err;
+
+	CHECK(gopen(&a, &sp) == 0, "a grant session");
+	a.on_recall = note_recall;
+	a.recall_arg = &recalled;
+	err = pc_mkobj(&a, POHMEL_OP_CREATE, &a.root.oid, "ln1", 0644, 0, 0,
+		       NULL, &f, NULL) ||
+	      pc_link(&a, &f.oid, &a.root.oid, "ln2", NULL) ||
+	      pc_remove(&a, POHMEL_OP_UNLINK, &a.root.oid, "ln1") ||
+	      pc_getattr(&a, &f.oid, &x) || !x.grant || x.nlink != 1;
+	CHECK(!err, "A: ln1 linked as ln2, ln1 removed, A holds it");
+	drain(&a);
+	EXPECT_RECALL(&a, f.oid.id, local_append("ln2"),
+		      "append through the remaining name");
+	cl_close(&a);
+}
+
 /* Max events an inotify queue takes (the overflow needs more). */
 static long queued_max(void)
 {
@@ -627,6 +655,7 @@ int main(int argc, char **argv)
 	if (tap_fail)
 		return tap_done();
 	t_longrun();
+	t_link();
 	t_overflow();
 	CHECK(stop_server(&sp) == 0 && stop_server(&sp2) == 0,
 	      "SIGTERM: clean exits");
