@@ -15,6 +15,13 @@
  * in it. Events a directory reports about a child's data or attributes
  * are ignored: a held child has its own watch.
  *
+ * An id is an inode number, and ext4 hands a freed one out again at
+ * once. When the kernel drops a watch (IN_IGNORED: the inode is gone)
+ * its entry goes and grants.c forgets it (grants_watch_gone), so a new
+ * object under the same number is watched anew; grants.c also moves the
+ * watch when a reply shows another gen under a watched id (an IN_IGNORED
+ * not read yet, or lost in an overflow).
+ *
  * pohmeld's own changes cause events too. A modifying request marks its
  * objects in flight (grants.c), and events for such objects are skipped;
  * before the mark goes, notify_sync() creates and removes a file named
@@ -28,6 +35,7 @@
  * counters (sync_cv signals sync_done); taken under
  * grants_mu (notify_watch/unwatch), never the other way round: the
  * thread copies the id and drops notify_mu before calling grants.c.
+ * notify_watch holds it across inotify_add_watch() and the insert.
  */
 #include <errno.h>
 #include <fcntl.h>
