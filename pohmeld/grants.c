@@ -22,8 +22,11 @@
  * the child named) conflicts with every other holder (recalled to NONE);
  * a reading request conflicts with another's EXCL (recalled to SHARED).
  * RECALLs are sent after grants_mu is dropped, over the holder's own
- * connection (conn_send_bounded takes its send_mu; a holder that does not
- * read for a lease has its connection cut, and with it its grants). The requester waits on
+ * connection: at once if it can take it (conn_send_now), else within a
+ * lease (conn_send_bounded; a holder that does not read for a lease has
+ * its connection cut, and with it its grants): a holder that does not
+ * read delays only RECALLs whose connection was busy when they were
+ * tried. The requester waits on
  * grants_cv, holding no lock, until each holder acked (RECALL_ACK with
  * the recall_id) or its lease (grant-lease, default 10 s) ran out; then
  * the holder's grant is the recall's target either way.
@@ -223,21 +226,73 @@ static void recall_holders(struct gobj *o, struct recall_msg **out)
 			recall(o, h, POHMEL_GRANT_NONE, out);
 }
 
-/* Without grants_mu: send queued RECALLs, drop the references. */
-static void send_recalls(struct recall_msg *rm)
+/* RECALLs whose connection could not take them at once: each written
+ * within a lease (or its connection cut), in order. */
+static void send_slow(struct recall_msg *rm)
 {
 	struct recall_msg *next;
+
+	for (; rm; rm = next) {
+		next = rm->next;
+		conn_send_bounded(rm->c, rm->buf, sizeof(rm->buf),
+				  srv.cfg.grant_lease * 1000);
+		conn_put(rm->c);
+		free(rm);
+	}
+}
+
+static void *send_slow_thread(void *arg)
+{
+	send_slow(arg);
+	return NULL;
+}
+
+/*
+ * Without grants_mu: send queued RECALLs, drop the references. Each goes
+ * out at once if its connection can take it, so a holder that does not
+ * read holds up no RECALL to a connection that is free; the others are
+ * written within a lease by the caller if `wait`, else by a thread of
+ * their own (the notify thread must go on reading events, a
+ * connection's thread its requests).
+ */
+static void send_recalls(struct recall_msg *rm, bool wait)
+{
+	struct recall_msg *next, *x, *slow = NULL, **tail = &slow;
+	pthread_attr_t attr;
+	pthread_t th;
+	int err;
 
 	for (; rm; rm = next) {
 		next = rm->next;
 		log_debug("%s: RECALL id %llu", rm->c->peer,
 			  (unsigned long long)get64(rm->buf + POHMEL_HDR_SIZE +
 						    24));
-		conn_send_bounded(rm->c, rm->buf, sizeof(rm->buf),
-				  srv.cfg.grant_lease * 1000);
+		/* behind one for the same connection that has to wait:
+		 * keep their order */
+		for (x = slow; x && x->c != rm->c; x = x->next)
+			;
+		if (x || conn_send_now(rm->c, rm->buf, sizeof(rm->buf),
+				       srv.cfg.grant_lease * 1000) == EAGAIN) {
+			rm->next = NULL;
+			*tail = rm;
+			tail = &rm->next;
+			continue;
+		}
 		conn_put(rm->c);
 		free(rm);
 	}
+	if (!slow)
+		return;
+	if (!wait) {
+		pthread_attr_init(&attr);
+		pthread_attr_setstacksize(&attr, 256 * 1024);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		err = pthread_create(&th, &attr, send_slow_thread, slow);
+		pthread_attr_destroy(&attr);
+		if (!err)
+			return;
+	}
+	send_slow(slow);
 }
 
 /* The child named `name` under directory dir, by id (0: none). */
@@ -366,13 +421,13 @@ int grants_begin(struct req *r, bool may_wait)
 			break;
 		if (!may_wait) {
 			pthread_mutex_unlock(&grants_mu);
-			send_recalls(rm);
+			send_recalls(rm, false);
 			r->ngm = 0;
 			return GRANTS_DEFER;
 		}
 		if (rm) {
 			pthread_mutex_unlock(&grants_mu);
-			send_recalls(rm);
+			send_recalls(rm, true);
 			rm = NULL;
 			pthread_mutex_lock(&grants_mu);
 			continue;
@@ -396,7 +451,7 @@ int grants_begin(struct req *r, bool may_wait)
 		r->gm[i].obj = o;
 	}
 	pthread_mutex_unlock(&grants_mu);
-	send_recalls(rm);
+	send_recalls(rm, may_wait);
 	return 0;
 }
 
@@ -545,7 +600,7 @@ out_free:
 	maybe_free(o);
 out:
 	pthread_mutex_unlock(&grants_mu);
-	send_recalls(rm);
+	send_recalls(rm, false);
 }
 
 int op_recall_ack(struct req *r)
@@ -613,7 +668,7 @@ void grants_local_change(uint64_t id)
 			  (unsigned long long)id);
 	}
 	pthread_mutex_unlock(&grants_mu);
-	send_recalls(rm);
+	send_recalls(rm, false);
 }
 
 /*
@@ -652,7 +707,7 @@ void grants_recall_all(void)
 		for (o = tab[i]; o; o = o->next)
 			recall_holders(o, &rm);
 	pthread_mutex_unlock(&grants_mu);
-	send_recalls(rm);
+	send_recalls(rm, false);
 }
 
 /* SIGTERM: nobody waits for acks any more. */

@@ -230,6 +230,8 @@ int conn_start(int fd, const struct sockaddr *sa, socklen_t salen);
 int conn_send(struct conn *c, const void *buf, size_t len);
 int conn_send_bounded(struct conn *c, const void *buf, size_t len,
 		      int timeout_ms);
+int conn_send_now(struct conn *c, const void *buf, size_t len,
+		  int timeout_ms);
 void conn_get(struct conn *c);
 void conn_put(struct conn *c);
 bool conns_shutdown(void);

@@ -12,6 +12,8 @@
  * change made in the export to such a reused file or directory (append,
  * chmod, create, unlink, rename) must reach A as a RECALL.
  *
+ * A holder that stops reading does not hold up the recalls of others.
+ *
  * Links: removing one name of a held file with two keeps its watch.
  *
  * Overflow: pohmeld's notify thread is held (POHMELD_TEST_NOTIFY_HOLD)
@@ -26,6 +28,7 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include "integ_lib.h"
@@ -498,6 +501,84 @@ static void t_link(void)
 	cl_close(&a);
 }
 
+/*
+ * C stops reading (its socket full of READ replies, its connection's
+ * sender blocked) while holding a file that A holds too, C first (so C's
+ * RECALL is queued before A's). A local change of that file must reach A
+ * at once, not after C's lease; so must a later local change of another
+ * file A holds (the notify thread is not stuck behind C either).
+ */
+static void t_stuck_holder(void)
+{
+	static char big[1 << 20];
+	struct pc a, c;
+	struct wattr fb, fs, fo, x;
+	uint8_t body[64];
+	uint32_t i, n;
+	bool ok = true;
+	char p[300];
+	int fd = -1;
+
+	CHECK(gopen(&a, &sp) == 0 && gopen(&c, &sp) == 0,
+	      "two grant sessions (lease %d s)", LEASE);
+	a.on_recall = note_recall;
+	a.recall_arg = &recalled;
+	c.auto_ack = false;
+	/* sbig is made in the export: nobody holds it, C's READs wait for
+	 * no recall */
+	CHECK(ex_path(p, sizeof(p), "sbig") == 0 &&
+	      (fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644)) >= 0 &&
+	      write(fd, big, sizeof(big)) == (ssize_t)sizeof(big) &&
+	      close(fd) == 0 && pc_walk(&c, "/sbig", &fb) == 0 &&
+	      pc_mkobj(&a, POHMEL_OP_CREATE, &a.root.oid, "sfile", 0644, 0, 0,
+		       NULL, &fs, NULL) == 0 &&
+	      pc_mkobj(&a, POHMEL_OP_CREATE, &a.root.oid, "sother", 0644, 0,
+		       0, NULL, &fo, NULL) == 0,
+	      "sbig (1 MiB, made locally); A: sfile, sother");
+	/* A's own creates made it a holder first: let C hold, then A anew
+	 * (holders are recalled in the order they came). */
+	drain(&a);
+	CHECK(local_append("sfile") == 0 &&
+	      wait_recalled(&a, fs.oid.id, now_s()) >= 0, "A let go of sfile");
+	drain(&a);
+	CHECK(pc_getattr(&c, &fs.oid, &x) == 0 && x.grant &&
+	      pc_getattr(&a, &fs.oid, &x) == 0 && x.grant &&
+	      pc_getattr(&a, &fo.oid, &x) == 0 && x.grant,
+	      "C, then A hold sfile; A holds sother");
+	for (i = 0; i < 64 && ok; i++) {
+		n = pc_enc_io(body, &fb.oid, 0, 0, sizeof(big), 0, NULL);
+		ok = pc_send(&c, POHMEL_OP_READ, 1000 + i, 0, body, n) == 0;
+	}
+	CHECK(ok, "C: 64 MiB of READs asked for, none read");
+	for (i = 0, n = 0; i < 100; i++) {
+		int q = 0;
+
+		usleep(100000);
+		if (ioctl(c.fd, FIONREAD, &q) == 0 && q > 0 &&
+		    (uint32_t)q == n)
+			break;
+		n = (uint32_t)q;
+	}
+	CHECK(i < 100, "C's receive queue is full (%u bytes)", n);
+	drain(&a);
+	{
+		double t0 = now_s(), dt;
+		int err = local_append("sfile");
+
+		dt = err ? -1 : wait_recalled(&a, fs.oid.id, t0);
+		CHECK(!err && dt >= 0 && dt < LEASE / 2,
+		      "local append to sfile: A recalled in %.3f s, not "
+		      "after C's lease (%d s)", dt, LEASE);
+		t0 = now_s();
+		err = local_append("sother");
+		dt = err ? -1 : wait_recalled(&a, fo.oid.id, t0);
+		CHECK(!err && dt >= 0 && dt < LEASE / 2,
+		      "then one to sother: A recalled in %.3f s", dt);
+	}
+	cl_close(&c);
+	cl_close(&a);
+}
+
 /* Max events an inotify queue takes (the overflow needs more). */
 static long queued_max(void)
 {
@@ -656,6 +737,7 @@ int main(int argc, char **argv)
 		return tap_done();
 	t_longrun();
 	t_link();
+	t_stuck_holder();
 	t_overflow();
 	CHECK(stop_server(&sp) == 0 && stop_server(&sp2) == 0,
 	      "SIGTERM: clean exits");
