@@ -252,8 +252,10 @@ static void *send_slow_thread(void *arg)
  * out at once if its connection can take it, so a holder that does not
  * read holds up no RECALL to a connection that is free; the others are
  * written within a lease by the caller if `wait`, else by a thread of
- * their own (the notify thread must go on reading events, a
- * connection's thread its requests).
+ * their own. A conflicting request waits (its holder is cut before the
+ * request can go on, as the lease promises); the notify thread and a
+ * reply's grants do not (nobody waits for those acks, and the notify
+ * thread must go on reading events).
  */
 static void send_recalls(struct recall_msg *rm, bool wait)
 {
@@ -421,7 +423,7 @@ int grants_begin(struct req *r, bool may_wait)
 			break;
 		if (!may_wait) {
 			pthread_mutex_unlock(&grants_mu);
-			send_recalls(rm, false);
+			send_recalls(rm, true);
 			r->ngm = 0;
 			return GRANTS_DEFER;
 		}
@@ -451,7 +453,7 @@ int grants_begin(struct req *r, bool may_wait)
 		r->gm[i].obj = o;
 	}
 	pthread_mutex_unlock(&grants_mu);
-	send_recalls(rm, may_wait);
+	send_recalls(rm, true);
 	return 0;
 }
 

@@ -514,7 +514,7 @@ static void t_stuck_holder(void)
 	struct pc a, c;
 	struct wattr fb, fs, fo, x;
 	uint8_t body[64];
-	uint32_t i, n;
+	uint32_t i, n, same;
 	bool ok = true;
 	char p[300];
 	int fd = -1;
@@ -550,16 +550,19 @@ static void t_stuck_holder(void)
 		ok = pc_send(&c, POHMEL_OP_READ, 1000 + i, 0, body, n) == 0;
 	}
 	CHECK(ok, "C: 64 MiB of READs asked for, none read");
-	for (i = 0, n = 0; i < 100; i++) {
+	/* unchanged for half a second: pohmeld's sender is blocked */
+	for (i = 0, n = 0, same = 0; i < 200 && same < 5; i++) {
 		int q = 0;
 
 		usleep(100000);
 		if (ioctl(c.fd, FIONREAD, &q) == 0 && q > 0 &&
 		    (uint32_t)q == n)
-			break;
+			same++;
+		else
+			same = 0;
 		n = (uint32_t)q;
 	}
-	CHECK(i < 100, "C's receive queue is full (%u bytes)", n);
+	CHECK(same == 5, "C's receive queue is full (%u bytes)", n);
 	drain(&a);
 	{
 		double t0 = now_s(), dt;
