@@ -110,6 +110,17 @@ int conn_send(struct conn *c, const void *buf, size_t len)
 	return err;
 }
 
+static void deadline_in(struct timespec *dl, int timeout_ms)
+{
+	clock_gettime(CLOCK_REALTIME, dl);
+	dl->tv_sec += timeout_ms / 1000;
+	dl->tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (dl->tv_nsec >= 1000000000) {
+		dl->tv_sec++;
+		dl->tv_nsec -= 1000000000;
+	}
+}
+
 /*
  * A server-initiated message (RECALL) to a client that may not be
  * reading: give up after timeout_ms, and then the connection is cut
@@ -122,18 +133,46 @@ int conn_send_bounded(struct conn *c, const void *buf, size_t len,
 	struct timespec dl;
 	int err;
 
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_sec += timeout_ms / 1000;
-	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-	if (dl.tv_nsec >= 1000000000) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000;
-	}
+	deadline_in(&dl, timeout_ms);
 	if (pthread_mutex_timedlock(&c->send_mu, &dl)) {
 		shutdown(c->fd, SHUT_RDWR);
 		return ETIMEDOUT;
 	}
 	err = send_all_locked(c, buf, len, &dl);
+	pthread_mutex_unlock(&c->send_mu);
+	return err;
+}
+
+/*
+ * The same without waiting: EAGAIN if nothing could be sent right now
+ * (another thread is writing to the connection, or its socket is full);
+ * then the caller sends it with conn_send_bounded. A message that went
+ * out in part is finished here, bounded like conn_send_bounded.
+ */
+int conn_send_now(struct conn *c, const void *buf, size_t len,
+		  int timeout_ms)
+{
+	struct timespec dl;
+	ssize_t n;
+	int err = 0;
+
+	if (pthread_mutex_trylock(&c->send_mu))
+		return EAGAIN;
+	do {
+		n = c->send_dead ? -1 :
+		    send(c->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	} while (n < 0 && !c->send_dead && errno == EINTR);
+	if (n < 0 && !c->send_dead &&
+	    (errno == EAGAIN || errno == EWOULDBLOCK)) {
+		err = EAGAIN;
+	} else if (n <= 0) {
+		c->send_dead = true;
+		err = EPIPE;
+	} else if ((size_t)n < len) {
+		deadline_in(&dl, timeout_ms);
+		err = send_all_locked(c, (const uint8_t *)buf + n,
+				      len - (size_t)n, &dl);
+	}
 	pthread_mutex_unlock(&c->send_mu);
 	return err;
 }

@@ -22,8 +22,11 @@
  * the child named) conflicts with every other holder (recalled to NONE);
  * a reading request conflicts with another's EXCL (recalled to SHARED).
  * RECALLs are sent after grants_mu is dropped, over the holder's own
- * connection (conn_send_bounded takes its send_mu; a holder that does not
- * read for a lease has its connection cut, and with it its grants). The requester waits on
+ * connection: at once if it can take it (conn_send_now), else within a
+ * lease (conn_send_bounded; a holder that does not read for a lease has
+ * its connection cut, and with it its grants): a holder that does not
+ * read delays only RECALLs whose connection was busy when they were
+ * tried. The requester waits on
  * grants_cv, holding no lock, until each holder acked (RECALL_ACK with
  * the recall_id) or its lease (grant-lease, default 10 s) ran out; then
  * the holder's grant is the recall's target either way.
@@ -210,21 +213,88 @@ static int recall(struct gobj *o, struct holder *h, uint32_t to,
 	return 0;
 }
 
-/* Without grants_mu: send queued RECALLs, drop the references. */
-static void send_recalls(struct recall_msg *rm)
+/* Must hold grants_mu. Queue a RECALL to NONE for every holder of o
+ * not already being recalled to NONE. */
+static void recall_holders(struct gobj *o, struct recall_msg **out)
+{
+	struct holder *h;
+
+	if (stopping)
+		return;
+	for (h = o->holders; h; h = h->next)
+		if (!(h->recall_id && h->recall_to == POHMEL_GRANT_NONE))
+			recall(o, h, POHMEL_GRANT_NONE, out);
+}
+
+/* RECALLs whose connection could not take them at once: each written
+ * within a lease (or its connection cut), in order. */
+static void send_slow(struct recall_msg *rm)
 {
 	struct recall_msg *next;
+
+	for (; rm; rm = next) {
+		next = rm->next;
+		conn_send_bounded(rm->c, rm->buf, sizeof(rm->buf),
+				  srv.cfg.grant_lease * 1000);
+		conn_put(rm->c);
+		free(rm);
+	}
+}
+
+static void *send_slow_thread(void *arg)
+{
+	send_slow(arg);
+	return NULL;
+}
+
+/*
+ * Without grants_mu: send queued RECALLs, drop the references. Each goes
+ * out at once if its connection can take it, so a holder that does not
+ * read holds up no RECALL to a connection that is free; the others are
+ * written within a lease by the caller if `wait`, else by a thread of
+ * their own. A conflicting request waits (its holder is cut before the
+ * request can go on, as the lease promises); the notify thread and a
+ * reply's grants do not (nobody waits for those acks, and the notify
+ * thread must go on reading events).
+ */
+static void send_recalls(struct recall_msg *rm, bool wait)
+{
+	struct recall_msg *next, *x, *slow = NULL, **tail = &slow;
+	pthread_attr_t attr;
+	pthread_t th;
+	int err;
 
 	for (; rm; rm = next) {
 		next = rm->next;
 		log_debug("%s: RECALL id %llu", rm->c->peer,
 			  (unsigned long long)get64(rm->buf + POHMEL_HDR_SIZE +
 						    24));
-		conn_send_bounded(rm->c, rm->buf, sizeof(rm->buf),
-				  srv.cfg.grant_lease * 1000);
+		/* behind one for the same connection that has to wait:
+		 * keep their order */
+		for (x = slow; x && x->c != rm->c; x = x->next)
+			;
+		if (x || conn_send_now(rm->c, rm->buf, sizeof(rm->buf),
+				       srv.cfg.grant_lease * 1000) == EAGAIN) {
+			rm->next = NULL;
+			*tail = rm;
+			tail = &rm->next;
+			continue;
+		}
 		conn_put(rm->c);
 		free(rm);
 	}
+	if (!slow)
+		return;
+	if (!wait) {
+		pthread_attr_init(&attr);
+		pthread_attr_setstacksize(&attr, 256 * 1024);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		err = pthread_create(&th, &attr, send_slow_thread, slow);
+		pthread_attr_destroy(&attr);
+		if (!err)
+			return;
+	}
+	send_slow(slow);
 }
 
 /* The child named `name` under directory dir, by id (0: none). */
@@ -353,13 +423,13 @@ int grants_begin(struct req *r, bool may_wait)
 			break;
 		if (!may_wait) {
 			pthread_mutex_unlock(&grants_mu);
-			send_recalls(rm);
+			send_recalls(rm, true);
 			r->ngm = 0;
 			return GRANTS_DEFER;
 		}
 		if (rm) {
 			pthread_mutex_unlock(&grants_mu);
-			send_recalls(rm);
+			send_recalls(rm, true);
 			rm = NULL;
 			pthread_mutex_lock(&grants_mu);
 			continue;
@@ -383,7 +453,7 @@ int grants_begin(struct req *r, bool may_wait)
 		r->gm[i].obj = o;
 	}
 	pthread_mutex_unlock(&grants_mu);
-	send_recalls(rm);
+	send_recalls(rm, true);
 	return 0;
 }
 
@@ -465,6 +535,7 @@ void grant_fill(struct req *r, int fd, struct wattr *a)
 {
 	bool grants = r->c && (r->c->features & POHMEL_FEAT_GRANTS);
 	uint32_t level = grants ? want_of(r, a) : POHMEL_GRANT_NONE;
+	struct recall_msg *rm = NULL;
 	struct grant_mark *g;
 	struct holder *h, *x;
 	struct gobj *o;
@@ -476,6 +547,18 @@ void grant_fill(struct req *r, int fd, struct wattr *a)
 	o = find(a->oid.id, level != POHMEL_GRANT_NONE);
 	if (!o)
 		goto out;
+	/*
+	 * Another object under this id: its inode number was reused. The
+	 * watch (if the kernel has not dropped it yet) is on the old inode,
+	 * and what the holders cache may be the old object: recall them,
+	 * and watch the new inode below.
+	 */
+	if (o->oid.gen && o->oid.gen != a->oid.gen) {
+		if (o->wd >= 0)
+			notify_unwatch(o->wd);
+		o->wd = -1;
+		recall_holders(o, &rm);
+	}
 	o->change = a->change;
 	o->oid.gen = a->oid.gen;
 	if (level == POHMEL_GRANT_NONE || r->c->grants_gone || stopping)
@@ -525,6 +608,7 @@ out_free:
 	maybe_free(o);
 out:
 	pthread_mutex_unlock(&grants_mu);
+	send_recalls(rm, false);
 }
 
 int op_recall_ack(struct req *r)
@@ -581,23 +665,42 @@ void grants_local_change(uint64_t id)
 {
 	struct recall_msg *rm = NULL;
 	struct gobj *o;
-	struct holder *h;
 
 	pthread_mutex_lock(&grants_mu);
 	o = find(id, false);
 	if (o && !o->busy) {
 		/* Even within ctime's tick, its change attribute moves. */
 		change_bump(id);
-		for (h = o->holders; h; h = h->next)
-			if (!(h->recall_id &&
-			      h->recall_to == POHMEL_GRANT_NONE) &&
-			    !stopping)
-				recall(o, h, POHMEL_GRANT_NONE, &rm);
+		recall_holders(o, &rm);
 		log_debug("object %llu changed locally",
 			  (unsigned long long)id);
 	}
 	pthread_mutex_unlock(&grants_mu);
-	send_recalls(rm);
+	send_recalls(rm, false);
+}
+
+/*
+ * notify.c: the kernel dropped watch wd of object id (IN_IGNORED): the
+ * inode is gone (its last link removed; any local change before that
+ * was reported and recalled). What the holders cache of it cannot change
+ * any more, so they are dropped without a message, and its number may
+ * now name a new object (another gen, which clients keep apart): its
+ * first grant adds a new watch. Until then no grant stands on the id.
+ */
+void grants_watch_gone(uint64_t id, int wd)
+{
+	struct gobj *o;
+
+	pthread_mutex_lock(&grants_mu);
+	o = find(id, false);
+	if (o && o->wd == wd) {
+		o->wd = -1;
+		while (o->holders)
+			holder_del(o, o->holders);
+		maybe_free(o);
+		pthread_cond_broadcast(&grants_cv);
+	}
+	pthread_mutex_unlock(&grants_mu);
 }
 
 /* Inotify queue overflow: every object may have changed. */
@@ -605,18 +708,14 @@ void grants_recall_all(void)
 {
 	struct recall_msg *rm = NULL;
 	struct gobj *o;
-	struct holder *h;
 	size_t i;
 
 	pthread_mutex_lock(&grants_mu);
 	for (i = 0; i < BUCKETS; i++)
 		for (o = tab[i]; o; o = o->next)
-			for (h = o->holders; h; h = h->next)
-				if (!(h->recall_id && h->recall_to ==
-				      POHMEL_GRANT_NONE) && !stopping)
-					recall(o, h, POHMEL_GRANT_NONE, &rm);
+			recall_holders(o, &rm);
 	pthread_mutex_unlock(&grants_mu);
-	send_recalls(rm);
+	send_recalls(rm, false);
 }
 
 /* SIGTERM: nobody waits for acks any more. */

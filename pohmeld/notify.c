@@ -15,6 +15,13 @@
  * in it. Events a directory reports about a child's data or attributes
  * are ignored: a held child has its own watch.
  *
+ * An id is an inode number, and ext4 hands a freed one out again at
+ * once. When the kernel drops a watch (IN_IGNORED: the inode is gone)
+ * its entry goes and grants.c forgets it (grants_watch_gone), so a new
+ * object under the same number is watched anew; grants.c also moves the
+ * watch when a reply shows another gen under a watched id (an IN_IGNORED
+ * not read yet, or lost in an overflow).
+ *
  * pohmeld's own changes cause events too. A modifying request marks its
  * objects in flight (grants.c), and events for such objects are skipped;
  * before the mark goes, notify_sync() creates and removes a file named
@@ -28,6 +35,7 @@
  * counters (sync_cv signals sync_done); taken under
  * grants_mu (notify_watch/unwatch), never the other way round: the
  * thread copies the id and drops notify_mu before calling grants.c.
+ * notify_watch holds it across inotify_add_watch() and the insert.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -55,6 +63,7 @@ static struct wd_ent *wds[WD_BUCKETS];	/* under notify_mu */
 static uint64_t sync_req, sync_done;	/* under notify_mu */
 static int ifd = -1;			/* set before any connection */
 static int sync_dirfd = -1, sync_wd = -1;	/* likewise */
+static const char *test_hold_path;		/* likewise */
 
 int notify_init(const char *dir)
 {
@@ -64,6 +73,7 @@ int notify_init(const char *dir)
 
 	pthread_condattr_t ca;
 
+	test_hold_path = getenv("POHMELD_TEST_NOTIFY_HOLD");
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&sync_cv, &ca);
@@ -132,7 +142,27 @@ void notify_sync(void)
 	pthread_mutex_unlock(&notify_mu);
 }
 
-/* Must hold grants_mu. Returns the watch descriptor or -1. */
+/* Must hold notify_mu. Unlink wd's entry from the table; NULL if none. */
+static struct wd_ent *take_wd(int wd)
+{
+	struct wd_ent *e, **pp;
+
+	for (pp = &wds[(unsigned int)wd % WD_BUCKETS]; *pp;
+	     pp = &(*pp)->next) {
+		if ((*pp)->wd == wd) {
+			e = *pp;
+			*pp = e->next;
+			return e;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Must hold grants_mu. Returns the watch descriptor or -1. notify_mu is
+ * held across inotify_add_watch() and the table insert, so that an
+ * IN_IGNORED for the new watch (the object removed at once) finds it.
+ */
 int notify_watch(int fd, uint64_t id, bool dir)
 {
 	struct wd_ent *e, **pp;
@@ -141,24 +171,43 @@ int notify_watch(int fd, uint64_t id, bool dir)
 
 	if (ifd < 0)
 		return -1;
+	e = malloc(sizeof(*e));
+	if (!e)
+		return -1;
 	proc_path(path, sizeof(path), fd);
-	wd = inotify_add_watch(ifd, path, (dir ? DIR_MASK : FILE_MASK));	/* follows the /proc link to fd's inode */
+	pthread_mutex_lock(&notify_mu);
+	/* follows the /proc link to fd's inode */
+	wd = inotify_add_watch(ifd, path, (dir ? DIR_MASK : FILE_MASK));
 	if (wd < 0) {
 		static atomic_bool warned;
+		int err = errno;
 
+		pthread_mutex_unlock(&notify_mu);
+		free(e);
 		if (!atomic_exchange(&warned, true))
 			log_warn("inotify_add_watch: %s: objects without a "
-				 "watch get no grant", strerror(errno));
+				 "watch get no grant", strerror(err));
 		return -1;
 	}
-	e = malloc(sizeof(*e));
-	if (!e) {
-		inotify_rm_watch(ifd, wd);
+	if (wd == sync_wd) {	/* the state directory, inside the export */
+		pthread_mutex_unlock(&notify_mu);
+		free(e);
 		return -1;
+	}
+	/* The inode is watched already: not through another id (id is the
+	 * inode number), so through a stale entry of this one. */
+	for (pp = &wds[(unsigned int)wd % WD_BUCKETS]; *pp;
+	     pp = &(*pp)->next) {
+		if ((*pp)->wd == wd) {
+			struct wd_ent *old = *pp;
+
+			*pp = old->next;
+			free(old);
+			break;
+		}
 	}
 	e->wd = wd;
 	e->id = id;
-	pthread_mutex_lock(&notify_mu);
 	pp = &wds[(unsigned int)wd % WD_BUCKETS];
 	e->next = *pp;
 	*pp = e;
@@ -169,22 +218,15 @@ int notify_watch(int fd, uint64_t id, bool dir)
 /* Must hold grants_mu. */
 void notify_unwatch(int wd)
 {
-	struct wd_ent *e = NULL, **pp;
+	struct wd_ent *e;
 
 	pthread_mutex_lock(&notify_mu);
-	for (pp = &wds[(unsigned int)wd % WD_BUCKETS]; *pp;
-	     pp = &(*pp)->next) {
-		if ((*pp)->wd == wd) {
-			e = *pp;
-			*pp = e->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&notify_mu);
-	if (e) {
+	e = take_wd(wd);
+	/* Without an entry the kernel dropped the watch (IN_IGNORED). */
+	if (e)
 		inotify_rm_watch(ifd, wd);
-		free(e);
-	}
+	pthread_mutex_unlock(&notify_mu);
+	free(e);
 }
 
 static bool id_of_wd(int wd, uint64_t *id)
@@ -206,6 +248,7 @@ static bool id_of_wd(int wd, uint64_t *id)
 
 static void event(const struct inotify_event *ev)
 {
+	struct wd_ent *e;
 	uint64_t id;
 
 	if (ev->wd == sync_wd && ev->len &&
@@ -225,6 +268,21 @@ static void event(const struct inotify_event *ev)
 		grants_recall_all();
 		return;
 	}
+	/*
+	 * The kernel dropped the watch: the inode is gone (removed), or we
+	 * removed it (then the entry went first). Its number may come back
+	 * as a new object's id at once, so the entry must not outlive it:
+	 * grants.c forgets the watch and the grants on the gone inode.
+	 */
+	if (ev->mask & IN_IGNORED) {
+		pthread_mutex_lock(&notify_mu);
+		e = take_wd(ev->wd);
+		pthread_mutex_unlock(&notify_mu);
+		if (e)
+			grants_watch_gone(e->id, ev->wd);
+		free(e);
+		return;
+	}
 	/* A child's own data or attributes: its watch reports it. */
 	if (ev->len && !(ev->mask & (IN_CREATE | IN_DELETE | IN_MOVED_FROM |
 				     IN_MOVED_TO)))
@@ -234,14 +292,24 @@ static void event(const struct inotify_event *ev)
 	grants_local_change(id);
 }
 
+/* Tests: while the file named by POHMELD_TEST_NOTIFY_HOLD exists, the
+ * thread reads no events (the queue can then overflow). */
+static void test_hold(void)
+{
+	while (test_hold_path && access(test_hold_path, F_OK) == 0)
+		usleep(10000);
+}
+
 void *notify_thread(void *arg)
 {
 	char buf[16384] __attribute__((aligned(8)));
 
 	(void)arg;
 	for (;;) {
-		ssize_t n = read(ifd, buf, sizeof(buf)), off;
+		ssize_t n, off;
 
+		test_hold();
+		n = read(ifd, buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {

@@ -230,6 +230,8 @@ int conn_start(int fd, const struct sockaddr *sa, socklen_t salen);
 int conn_send(struct conn *c, const void *buf, size_t len);
 int conn_send_bounded(struct conn *c, const void *buf, size_t len,
 		      int timeout_ms);
+int conn_send_now(struct conn *c, const void *buf, size_t len,
+		  int timeout_ms);
 void conn_get(struct conn *c);
 void conn_put(struct conn *c);
 bool conns_shutdown(void);
@@ -345,6 +347,7 @@ void grant_fill(struct req *r, int fd, struct wattr *a);
 int op_recall_ack(struct req *r);
 void grants_conn_gone(struct conn *c);
 void grants_local_change(uint64_t id);
+void grants_watch_gone(uint64_t id, int wd);
 void grants_recall_all(void);
 void grants_shutdown(void);
 

@@ -114,7 +114,7 @@ static int stop_server(struct srvproc *sp)
 	return 128 + WTERMSIG(st);
 }
 
-static int cl_open(struct pc *c, const struct srvproc *sp, uint32_t uid,
+static inline int cl_open(struct pc *c, const struct srvproc *sp, uint32_t uid,
 		   uint32_t gid)
 {
 	int err;
