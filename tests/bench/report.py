@@ -86,18 +86,33 @@ def aggregate(guest, runs, skips):
         else:
             c["errors"].append(r.get("error", "failed"))
     delays = [d for d in str(guest.get("delays", "")).split() if d]
-    for d in sorted({c["delay"] for c in cells.values()} - {"local"}):
+    for d in sorted(({c["delay"] for c in cells.values()} |
+                     {x["delay"] for x in skips}) - {"local"}):
         if d not in delays:
             delays.append(d)
-    # A skipped filesystem: every workload is "failed" with the reason.
+    # A filesystem that could not be set up (one line per repetition; older
+    # logs: one per delay): every workload gets that repetition as failed
+    # with the reason ("skipped" only when it was not requested).
     for s in skips:
-        ds = [s["delay"]] if s["delay"] != "local" else ["local"]
-        for d in ds:
+        kind = "skipped" if s["why"].startswith("not requested") else "not run"
+        for wl in WL_ORDER:
+            c = cells.setdefault((s["delay"], s["fs"], wl), {
+                "delay": s["delay"], "fs": s["fs"], "wl": wl, "secs": [],
+                "msgs": [], "srv_cpu": [], "srv_rss_kb": [], "errors": []})
+            c["errors"].append("%s: %s" % (kind, s["why"]))
+    # A run cut short (guest time limit, crash): the repetitions that never
+    # reported are counted as missing, never silently dropped.
+    planned = guest.get("reps") or 0
+    fslist = str(guest.get("fs", "")).split()
+    for d in delays + ["local"]:
+        for fs in fslist:
+            if (fs in LOCAL) != (d == "local"):
+                continue
             for wl in WL_ORDER:
-                cells.setdefault((d, s["fs"], wl), {
-                    "delay": d, "fs": s["fs"], "wl": wl, "secs": [], "msgs": [],
-                    "srv_cpu": [], "srv_rss_kb": [],
-                    "errors": ["skipped: " + s["why"]]})
+                c = cells.setdefault((d, fs, wl), {
+                    "delay": d, "fs": fs, "wl": wl, "secs": [], "msgs": [],
+                    "srv_cpu": [], "srv_rss_kb": [], "errors": []})
+                c["missing"] = max(0, planned - len(c["secs"]) - len(c["errors"]))
     out = []
     for c in cells.values():
         s = c["secs"]
@@ -106,6 +121,7 @@ def aggregate(guest, runs, skips):
         out.append({
             "delay": c["delay"], "fs": c["fs"], "wl": c["wl"],
             "ok": ok, "reps": s, "n_ok": len(s), "n_failed": len(c["errors"]),
+            "n_missing": c.get("missing", 0),
             "median_s": med(s) if s else None,
             "min_s": min(s) if s else None, "max_s": max(s) if s else None,
             "msgs_median": med(c["msgs"]),
@@ -147,11 +163,26 @@ def cell_time(idx, delay, fs, wl):
     r = idx.get((delay, fs, wl)) or idx.get(("local", fs, wl))
     if r is None:
         return "n/a"
-    if not r["ok"]:
-        return "failed" if not (r["error"] or "").startswith("skipped") else "skipped"
+    err = r["error"] or ""
+    if not r["n_ok"]:
+        if err.startswith("skipped"):
+            return "skipped"
+        if not err:
+            return "**not run**"
+        if err.startswith("not run: ") and "timed out" in err:
+            return "**not run (after a timeout)**"
+        if err.startswith("not run"):
+            return "**failed (setup)**"
+        return "**timed out**" if "timed out" in err else "**failed**"
     m, lo, hi = r["median_s"], r["min_s"], r["max_s"]
     spread = (hi - lo) / 2 / m * 100 if m else 0
-    return "%s s ±%.0f%%" % (fmt_s(m), spread) if r["n_ok"] > 1 else "%s s" % fmt_s(m)
+    t = "%s s ±%.0f%%" % (fmt_s(m), spread) if r["n_ok"] > 1 else "%s s" % fmt_s(m)
+    bad = r["n_failed"] + r.get("n_missing", 0)
+    if r["n_failed"]:
+        t += " (**%d of %d failed**)" % (r["n_failed"], r["n_ok"] + bad)
+    elif bad:
+        t += " (%d of %d not run)" % (bad, r["n_ok"] + bad)
+    return t
 
 
 def cell_ratio(idx, delay, fs, wl, key):
@@ -159,7 +190,7 @@ def cell_ratio(idx, delay, fs, wl, key):
     if r is None:
         return "n/a"
     if not r["ok"]:
-        return "failed"
+        return "failed" if r["n_failed"] or not r["n_ok"] else "–"
     v = r[key]
     if v is None:
         return "–"
@@ -240,10 +271,14 @@ def markdown(guest, host, results, idx, delays, skips, pohmeld):
                  % (pohmeld["vmhwm_kb"] / 1024))
         L.append("")
     for s in skips:
-        L.append("- %s (%s): not measured: %s" % (
-            FS_LABEL.get(s["fs"], s["fs"]), s["delay"], s["why"]))
-    failed = [r for r in results if not r["ok"] and r["error"]
-              and not r["error"].startswith("skipped")]
+        L.append("- %s (delay %s, rep %s): not measured: %s" % (
+            FS_LABEL.get(s["fs"], s["fs"]), s["delay"], s.get("rep", "all"), s["why"]))
+    short = sorted({(r["fs"], r["delay"]) for r in results if r.get("n_missing")})
+    for fs, d in short:
+        L.append("- %s (delay %s): some repetitions never reported (run cut short)"
+                 % (FS_LABEL.get(fs, fs), d))
+    failed = [r for r in results if r["n_failed"] and r["error"]
+              and not r["error"].startswith(("skipped", "not run"))]
     for r in failed:
         L.append("- %s, %s, %s: failed: %s" % (
             FS_LABEL.get(r["fs"], r["fs"]), r["delay"], r["wl"], r["error"][:200]))
@@ -311,7 +346,7 @@ def chart(path, guest, results, idx, delays):
             for j, wl in enumerate(wls):
                 r = idx.get((d, c, wl)) or idx.get(("local", c, wl))
                 x = j + (i - (len(cols) - 1) / 2) * width
-                if r and r["ok"]:
+                if r and r["n_ok"]:
                     xs.append(x)
                     ys.append(r["median_s"])
                     lo.append(r["median_s"] - r["min_s"])
