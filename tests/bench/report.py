@@ -270,9 +270,13 @@ def markdown(guest, host, results, idx, delays, skips, pohmeld):
         L.append("pohmeld peak resident memory over the whole run (VmHWM): %.1f MiB."
                  % (pohmeld["vmhwm_kb"] / 1024))
         L.append("")
-    for s in skips:
-        L.append("- %s (delay %s, rep %s): not measured: %s" % (
-            FS_LABEL.get(s["fs"], s["fs"]), s["delay"], s.get("rep", "all"), s["why"]))
+    seen = {}
+    for s in skips:	# one note per filesystem and reason
+        seen.setdefault((s["fs"], s["why"]), []).append(
+            "%s ms rep %s" % (s["delay"], s.get("rep", "all")))
+    for (fs, why), where in seen.items():
+        L.append("- %s: not measured (%s): %s" % (
+            FS_LABEL.get(fs, fs), ", ".join(where), why))
     short = sorted({(r["fs"], r["delay"]) for r in results if r.get("n_missing")})
     for fs, d in short:
         L.append("- %s (delay %s): some repetitions never reported (run cut short)"
