@@ -266,6 +266,7 @@ def markdown(guest, host, results, idx, delays, skips, pohmeld):
             L.append("pohmeld resident memory (%s): up to %.1f MiB during the "
                      "workloads." % (title, max(rss) / 1024))
             L.append("")
+    L += targets(idx, delays)
     if pohmeld.get("vmhwm_kb"):
         L.append("pohmeld peak resident memory over the whole run (VmHWM): %.1f MiB."
                  % (pohmeld["vmhwm_kb"] / 1024))
@@ -287,6 +288,43 @@ def markdown(guest, host, results, idx, delays, skips, pohmeld):
         L.append("- %s, %s, %s: failed: %s" % (
             FS_LABEL.get(r["fs"], r["fs"]), r["delay"], r["wl"], r["error"][:200]))
     return "\n".join(L).rstrip() + "\n"
+
+
+# The issue's targets for pohmelfs (reported, never asserted): workload,
+# reference filesystem, the largest time ratio that meets it, wording.
+TARGETS = [
+    ("find", "nfs4", 0.1, "warm find -ls ≥10× faster than NFSv4.2"),
+    ("find", "ext4", 1.5, "warm find -ls within 1.5× of ext4"),
+    ("git_status", "nfs4", 0.1, "warm git status ≥10× faster than NFSv4.2"),
+    ("git_status", "ext4", 1.5, "warm git status within 1.5× of ext4"),
+    ("seq_write", "nfs4", 1 / 0.9, "sequential write ≥90% of NFSv4.2's throughput"),
+    ("seq_read_cold", "nfs4", 1 / 0.9, "sequential cold read ≥90% of NFSv4.2's throughput"),
+    ("seq_read_warm", "nfs4", 1 / 0.9, "sequential warm read ≥90% of NFSv4.2's throughput"),
+    ("untar", "nfs4", 1.0, "untar no slower than NFSv4.2"),
+    ("untar", "ext4", 2.0, "untar within 2× of ext4 (once metadata write-back exists)"),
+]
+
+
+def targets(idx, delays):
+    """The issue's targets against this run's medians, per delay."""
+    L = ["Issue targets for pohmelfs (not asserted; pohmelfs time / reference "
+         "time, medians):", "",
+         "| target | " + " | ".join(
+             ("%s ms" % d) if d != "0" else "no delay" for d in delays) + " |",
+         "|---" * (len(delays) + 1) + "|"]
+    for wl, ref, limit, what in TARGETS:
+        row = []
+        for d in delays:
+            p = idx.get((d, "pohmel", wl))
+            b = idx.get((d, ref, wl)) or idx.get(("local", ref, wl))
+            if not p or not p["n_ok"] or not b or not b["n_ok"]:
+                row.append("failed" if p and p["n_failed"] else "–")
+                continue
+            v = p["median_s"] / b["median_s"]
+            row.append("%.2f× %s" % (v, "met" if v <= limit else "**not met**"))
+        L.append("| %s | %s |" % (what, " | ".join(row)))
+    L.append("")
+    return L
 
 
 def readme_section(guest, host, md_full, delays):
