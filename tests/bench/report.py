@@ -86,18 +86,33 @@ def aggregate(guest, runs, skips):
         else:
             c["errors"].append(r.get("error", "failed"))
     delays = [d for d in str(guest.get("delays", "")).split() if d]
-    for d in sorted({c["delay"] for c in cells.values()} - {"local"}):
+    for d in sorted(({c["delay"] for c in cells.values()} |
+                     {x["delay"] for x in skips}) - {"local"}):
         if d not in delays:
             delays.append(d)
-    # A skipped filesystem: every workload is "failed" with the reason.
+    # A filesystem that could not be set up (one line per repetition; older
+    # logs: one per delay): every workload gets that repetition as failed
+    # with the reason ("skipped" only when it was not requested).
     for s in skips:
-        ds = [s["delay"]] if s["delay"] != "local" else ["local"]
-        for d in ds:
+        kind = "skipped" if s["why"].startswith("not requested") else "not run"
+        for wl in WL_ORDER:
+            c = cells.setdefault((s["delay"], s["fs"], wl), {
+                "delay": s["delay"], "fs": s["fs"], "wl": wl, "secs": [],
+                "msgs": [], "srv_cpu": [], "srv_rss_kb": [], "errors": []})
+            c["errors"].append("%s: %s" % (kind, s["why"]))
+    # A run cut short (guest time limit, crash): the repetitions that never
+    # reported are counted as missing, never silently dropped.
+    planned = guest.get("reps") or 0
+    fslist = str(guest.get("fs", "")).split()
+    for d in delays + ["local"]:
+        for fs in fslist:
+            if (fs in LOCAL) != (d == "local"):
+                continue
             for wl in WL_ORDER:
-                cells.setdefault((d, s["fs"], wl), {
-                    "delay": d, "fs": s["fs"], "wl": wl, "secs": [], "msgs": [],
-                    "srv_cpu": [], "srv_rss_kb": [],
-                    "errors": ["skipped: " + s["why"]]})
+                c = cells.setdefault((d, fs, wl), {
+                    "delay": d, "fs": fs, "wl": wl, "secs": [], "msgs": [],
+                    "srv_cpu": [], "srv_rss_kb": [], "errors": []})
+                c["missing"] = max(0, planned - len(c["secs"]) - len(c["errors"]))
     out = []
     for c in cells.values():
         s = c["secs"]
@@ -106,6 +121,7 @@ def aggregate(guest, runs, skips):
         out.append({
             "delay": c["delay"], "fs": c["fs"], "wl": c["wl"],
             "ok": ok, "reps": s, "n_ok": len(s), "n_failed": len(c["errors"]),
+            "n_missing": c.get("missing", 0),
             "median_s": med(s) if s else None,
             "min_s": min(s) if s else None, "max_s": max(s) if s else None,
             "msgs_median": med(c["msgs"]),
@@ -147,11 +163,26 @@ def cell_time(idx, delay, fs, wl):
     r = idx.get((delay, fs, wl)) or idx.get(("local", fs, wl))
     if r is None:
         return "n/a"
-    if not r["ok"]:
-        return "failed" if not (r["error"] or "").startswith("skipped") else "skipped"
+    err = r["error"] or ""
+    if not r["n_ok"]:
+        if err.startswith("skipped"):
+            return "skipped"
+        if not err:
+            return "**not run**"
+        if err.startswith("not run: ") and "timed out" in err:
+            return "**not run (after a timeout)**"
+        if err.startswith("not run"):
+            return "**failed (setup)**"
+        return "**timed out**" if "timed out" in err else "**failed**"
     m, lo, hi = r["median_s"], r["min_s"], r["max_s"]
     spread = (hi - lo) / 2 / m * 100 if m else 0
-    return "%s s ±%.0f%%" % (fmt_s(m), spread) if r["n_ok"] > 1 else "%s s" % fmt_s(m)
+    t = "%s s ±%.0f%%" % (fmt_s(m), spread) if r["n_ok"] > 1 else "%s s" % fmt_s(m)
+    bad = r["n_failed"] + r.get("n_missing", 0)
+    if r["n_failed"]:
+        t += " (**%d of %d failed**)" % (r["n_failed"], r["n_ok"] + bad)
+    elif bad:
+        t += " (%d of %d not run)" % (bad, r["n_ok"] + bad)
+    return t
 
 
 def cell_ratio(idx, delay, fs, wl, key):
@@ -159,7 +190,7 @@ def cell_ratio(idx, delay, fs, wl, key):
     if r is None:
         return "n/a"
     if not r["ok"]:
-        return "failed"
+        return "failed" if r["n_failed"] or not r["n_ok"] else "–"
     v = r[key]
     if v is None:
         return "–"
@@ -235,19 +266,65 @@ def markdown(guest, host, results, idx, delays, skips, pohmeld):
             L.append("pohmeld resident memory (%s): up to %.1f MiB during the "
                      "workloads." % (title, max(rss) / 1024))
             L.append("")
+    L += targets(idx, delays)
     if pohmeld.get("vmhwm_kb"):
         L.append("pohmeld peak resident memory over the whole run (VmHWM): %.1f MiB."
                  % (pohmeld["vmhwm_kb"] / 1024))
         L.append("")
-    for s in skips:
-        L.append("- %s (%s): not measured: %s" % (
-            FS_LABEL.get(s["fs"], s["fs"]), s["delay"], s["why"]))
-    failed = [r for r in results if not r["ok"] and r["error"]
-              and not r["error"].startswith("skipped")]
+    seen = {}
+    for s in skips:	# one note per filesystem and reason
+        seen.setdefault((s["fs"], s["why"]), []).append(
+            "%s ms rep %s" % (s["delay"], s.get("rep", "all")))
+    for (fs, why), where in seen.items():
+        L.append("- %s: not measured (%s): %s" % (
+            FS_LABEL.get(fs, fs), ", ".join(where), why))
+    short = sorted({(r["fs"], r["delay"]) for r in results if r.get("n_missing")})
+    for fs, d in short:
+        L.append("- %s (delay %s): some repetitions never reported (run cut short)"
+                 % (FS_LABEL.get(fs, fs), d))
+    failed = [r for r in results if r["n_failed"] and r["error"]
+              and not r["error"].startswith(("skipped", "not run"))]
     for r in failed:
         L.append("- %s, %s, %s: failed: %s" % (
             FS_LABEL.get(r["fs"], r["fs"]), r["delay"], r["wl"], r["error"][:200]))
     return "\n".join(L).rstrip() + "\n"
+
+
+# The issue's targets for pohmelfs (reported, never asserted): workload,
+# reference filesystem, the largest time ratio that meets it, wording.
+TARGETS = [
+    ("find", "nfs4", 0.1, "warm find -ls ≥10× faster than NFSv4.2"),
+    ("find", "ext4", 1.5, "warm find -ls within 1.5× of ext4"),
+    ("git_status", "nfs4", 0.1, "warm git status ≥10× faster than NFSv4.2"),
+    ("git_status", "ext4", 1.5, "warm git status within 1.5× of ext4"),
+    ("seq_write", "nfs4", 1 / 0.9, "sequential write ≥90% of NFSv4.2's throughput"),
+    ("seq_read_cold", "nfs4", 1 / 0.9, "sequential cold read ≥90% of NFSv4.2's throughput"),
+    ("seq_read_warm", "nfs4", 1 / 0.9, "sequential warm read ≥90% of NFSv4.2's throughput"),
+    ("untar", "nfs4", 1.0, "untar no slower than NFSv4.2"),
+    ("untar", "ext4", 2.0, "untar within 2× of ext4 (once metadata write-back exists)"),
+]
+
+
+def targets(idx, delays):
+    """The issue's targets against this run's medians, per delay."""
+    L = ["Issue targets for pohmelfs (not asserted; pohmelfs time / reference "
+         "time, medians):", "",
+         "| target | " + " | ".join(
+             ("%s ms" % d) if d != "0" else "no delay" for d in delays) + " |",
+         "|---" * (len(delays) + 1) + "|"]
+    for wl, ref, limit, what in TARGETS:
+        row = []
+        for d in delays:
+            p = idx.get((d, "pohmel", wl))
+            b = idx.get((d, ref, wl)) or idx.get(("local", ref, wl))
+            if not p or not p["n_ok"] or not b or not b["n_ok"]:
+                row.append("failed" if p and p["n_failed"] else "–")
+                continue
+            v = p["median_s"] / b["median_s"]
+            row.append("%.2f× %s" % (v, "met" if v <= limit else "**not met**"))
+        L.append("| %s | %s |" % (what, " | ".join(row)))
+    L.append("")
+    return L
 
 
 def readme_section(guest, host, md_full, delays):
@@ -311,7 +388,7 @@ def chart(path, guest, results, idx, delays):
             for j, wl in enumerate(wls):
                 r = idx.get((d, c, wl)) or idx.get(("local", c, wl))
                 x = j + (i - (len(cols) - 1) / 2) * width
-                if r and r["ok"]:
+                if r and r["n_ok"]:
                     xs.append(x)
                     ys.append(r["median_s"])
                     lo.append(r["median_s"] - r["min_s"])
