@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -158,4 +159,59 @@ static inline int remove_base(void)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", base);
 	return system(cmd) ? -1 : 0;
 }
+/*
+ * The start of an integration test's main(): argv[1] is the pohmeld to
+ * run; base becomes a fresh /var/tmp/pohmel-NAME-XXXXXX and exp_dir its
+ * "export" subdirectory. Returns 0, or the exit status for main().
+ */
+static inline int setup_base(int argc, char **argv, const char *name,
+			     char *exp_dir, size_t exp_len)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: test_%s POHMELD\n", name);
+		return 2;
+	}
+	server_bin = argv[1];
+	snprintf(base, sizeof(base), "/var/tmp/pohmel-%s-XXXXXX", name);
+	if (!mkdtemp(base))
+		return 1;
+	snprintf(exp_dir, exp_len, "%s/export", base);
+	return mkdir(exp_dir, 0755) ? 1 : 0;
+}
+
+/*
+ * Ask for 64 MiB of READs of file o on c and read none of it; returns
+ * true once c's receive queue stopped growing for half a second (then
+ * pohmeld's sending to c is blocked: the queue is far below 64 MiB, and
+ * half a second lets pohmeld finish filling its own socket buffer).
+ * *queued is the queue's size.
+ */
+static inline bool stall_reader(struct pc *c, const struct woid *o,
+				uint32_t *queued)
+{
+	uint8_t body[POHMEL_IO_SIZE + 8];
+	uint32_t n = 0;
+	int i, same = 0;
+
+	for (i = 0; i < 64; i++) {
+		uint32_t len = pc_enc_io(body, o, 0, 0, 1U << 20, 0, NULL);
+
+		if (pc_send(c, POHMEL_OP_READ, 1000 + i, 0, body, len))
+			return false;
+	}
+	for (i = 0; i < 200 && same < 5; i++) {
+		int q = 0;
+
+		usleep(100000);
+		if (ioctl(c->fd, FIONREAD, &q) == 0 && q > 0 &&
+		    (uint32_t)q == n)
+			same++;
+		else
+			same = 0;
+		n = (uint32_t)q;
+	}
+	*queued = n;
+	return same == 5;
+}
+
 #endif

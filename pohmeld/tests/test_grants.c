@@ -369,9 +369,7 @@ static void t_stuck(void)
 	struct pollfd pf;
 	struct pc a, b;
 	struct wattr f, x;
-	uint8_t body[64];
-	uint32_t st = 1, i, n, same;
-	bool ok = true;
+	uint32_t st = 1, i, n = 0;
 
 	CHECK(gopen(&a, &sp2, true) == 0 && gopen(&b, &sp2, true) == 0 &&
 	      mkfile(&a, "stuck", &f) == 0 &&
@@ -379,27 +377,8 @@ static void t_stuck(void)
 	      pc_getattr(&b, &f.oid, &x) == 0 &&
 	      pc_getattr(&a, &f.oid, &x) == 0 &&
 	      x.grant == POHMEL_GRANT_SHARED, "A: SHARED on a 1 MiB file");
-	for (i = 0; i < 64 && ok; i++) {
-		n = pc_enc_io(body, &f.oid, 0, 0, sizeof(big), 0, NULL);
-		ok = pc_send(&a, POHMEL_OP_READ, 1000 + i, 0, body, n) == 0;
-	}
-	CHECK(ok, "A: 64 MiB of READs asked for, none read");
-	/* Until A's receive queue stops growing: pohmeld's sending is
-	 * blocked (the queue is far below 64 MiB). Unchanged for half a
-	 * second: pohmeld may still be filling its own socket buffer (a
-	 * RECALL that finds room there is written, and A not cut). */
-	for (i = 0, n = 0, same = 0; i < 200 && same < 5; i++) {
-		int q = 0;
-
-		usleep(100000);
-		if (ioctl(a.fd, FIONREAD, &q) == 0 && q > 0 &&
-		    (uint32_t)q == n)
-			same++;
-		else
-			same = 0;
-		n = (uint32_t)q;
-	}
-	CHECK(same == 5, "A's receive queue is full (%u bytes)", n);
+	CHECK(stall_reader(&a, &f.oid, &n),
+	      "A: 64 MiB of READs asked for and none read: its receive queue is full (%u bytes)", n);
 	CHECK(send_write(&b, &f.oid, 95) == 0, "B: WRITE sent");
 	pf.fd = b.fd;
 	pf.events = POLLIN;
@@ -541,18 +520,12 @@ static void t_local(void)
 
 int main(int argc, char **argv)
 {
-	char tmpl[] = "/var/tmp/pohmel-grants-XXXXXX", conf[1024];
+	char conf[1024];
+	int setup_err;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: test_grants POHMELD\n");
-		return 2;
-	}
-	server_bin = argv[1];
-	if (!mkdtemp(tmpl))
-		return 1;
-	snprintf(base, sizeof(base), "%s", tmpl);
-	snprintf(exp_dir, sizeof(exp_dir), "%s/export", base);
-	mkdir(exp_dir, 0755);
+	setup_err = setup_base(argc, argv, "grants", exp_dir, sizeof(exp_dir));
+	if (setup_err)
+		return setup_err;
 	snprintf(conf, sizeof(conf),
 		 "export / %s rw no_root_squash\nstate-dir %s/state\n"
 		 "key-file none\ngrant-lease %d\n", exp_dir, base, LEASE_LONG);

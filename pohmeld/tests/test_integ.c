@@ -607,19 +607,13 @@ static void t_change_restart(const char *conf)
 
 int main(int argc, char **argv)
 {
-	char conf[1024], tmpl[] = "/var/tmp/pohmel-integ-XXXXXX";
+	char conf[1024];
+	int setup_err;
 	int fds;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: test_integ POHMELD\n");
-		return 2;
-	}
-	server_bin = argv[1];
-	if (!mkdtemp(tmpl))
-		return 1;
-	snprintf(base, sizeof(base), "%s", tmpl);
-	snprintf(exp_dir, sizeof(exp_dir), "%s/export", base);
-	mkdir(exp_dir, 0755);
+	setup_err = setup_base(argc, argv, "integ", exp_dir, sizeof(exp_dir));
+	if (setup_err)
+		return setup_err;
 	snprintf(conf, sizeof(conf),
 		 "export / %s rw no_root_squash\nstate-dir %s/state\n"
 		 "key-file none\n", exp_dir, base);

@@ -513,9 +513,7 @@ static void t_stuck_holder(void)
 	static char big[1 << 20];
 	struct pc a, c;
 	struct wattr fb, fs, fo, x;
-	uint8_t body[64];
-	uint32_t i, n, same;
-	bool ok = true;
+	uint32_t n = 0;
 	char p[300];
 	int fd = -1;
 
@@ -545,24 +543,8 @@ static void t_stuck_holder(void)
 	      pc_getattr(&a, &fs.oid, &x) == 0 && x.grant &&
 	      pc_getattr(&a, &fo.oid, &x) == 0 && x.grant,
 	      "C, then A hold sfile; A holds sother");
-	for (i = 0; i < 64 && ok; i++) {
-		n = pc_enc_io(body, &fb.oid, 0, 0, sizeof(big), 0, NULL);
-		ok = pc_send(&c, POHMEL_OP_READ, 1000 + i, 0, body, n) == 0;
-	}
-	CHECK(ok, "C: 64 MiB of READs asked for, none read");
-	/* unchanged for half a second: pohmeld's sender is blocked */
-	for (i = 0, n = 0, same = 0; i < 200 && same < 5; i++) {
-		int q = 0;
-
-		usleep(100000);
-		if (ioctl(c.fd, FIONREAD, &q) == 0 && q > 0 &&
-		    (uint32_t)q == n)
-			same++;
-		else
-			same = 0;
-		n = (uint32_t)q;
-	}
-	CHECK(same == 5, "C's receive queue is full (%u bytes)", n);
+	CHECK(stall_reader(&c, &fb.oid, &n),
+	      "C: 64 MiB of READs asked for and none read: its receive queue is full (%u bytes)", n);
 	drain(&a);
 	{
 		double t0 = now_s(), dt;
@@ -710,20 +692,13 @@ out:
 
 int main(int argc, char **argv)
 {
-	char tmpl[] = "/var/tmp/pohmel-local-XXXXXX", conf[1024];
+	char conf[1024];
 	int err;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: test_local POHMELD\n");
-		return 2;
-	}
-	server_bin = argv[1];
-	if (!mkdtemp(tmpl))
-		return 1;
-	snprintf(base, sizeof(base), "%s", tmpl);
-	snprintf(exp_dir, sizeof(exp_dir), "%s/export", base);
+	err = setup_base(argc, argv, "local", exp_dir, sizeof(exp_dir));
+	if (err)
+		return err;
 	snprintf(hold_path, sizeof(hold_path), "%s/hold", base);
-	mkdir(exp_dir, 0755);
 	snprintf(conf, sizeof(conf),
 		 "export / %s rw no_root_squash\nstate-dir %s/state\n"
 		 "key-file none\ngrant-lease %d\n", exp_dir, base, LEASE);

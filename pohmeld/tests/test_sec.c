@@ -362,20 +362,13 @@ static void t_auth(void)
 
 int main(int argc, char **argv)
 {
-	char tmpl[] = "/var/tmp/pohmel-sec-XXXXXX", p[300];
+	char p[300];
 	int fd;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: test_sec POHMELD\n");
-		return 2;
-	}
-	server_bin = argv[1];
-	if (!mkdtemp(tmpl))
-		return 1;
-	snprintf(base, sizeof(base), "%s", tmpl);
-	snprintf(exp_dir, sizeof(exp_dir), "%s/export", base);
+	fd = setup_base(argc, argv, "sec", exp_dir, sizeof(exp_dir));
+	if (fd)
+		return fd;
 	snprintf(outside, sizeof(outside), "%s/outside", base);
-	mkdir(exp_dir, 0755);
 	mkdir(outside, 0755);
 	snprintf(p, sizeof(p), "%s/secret", outside);
 	fd = open(p, O_CREAT | O_WRONLY, 0644);

@@ -736,18 +736,11 @@ static void t_cli(void)
 
 int main(int argc, char **argv)
 {
-	char tmpl[] = "/var/tmp/pohmel-sess-XXXXXX";
+	int setup_err;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: test_sess POHMELD\n");
-		return 2;
-	}
-	server_bin = argv[1];
-	if (!mkdtemp(tmpl))
-		return 1;
-	snprintf(base, sizeof(base), "%s", tmpl);
-	snprintf(exp_dir, sizeof(exp_dir), "%s/export", base);
-	mkdir(exp_dir, 0755);
+	setup_err = setup_base(argc, argv, "sess", exp_dir, sizeof(exp_dir));
+	if (setup_err)
+		return setup_err;
 	snprintf(conf_text, sizeof(conf_text),
 		 "export / %s rw no_root_squash\nstate-dir %s/state\n"
 		 "key-file none\n", exp_dir, base);
