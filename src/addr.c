@@ -266,9 +266,7 @@ static vm_fault_t pohmel_fault(struct vm_fault *vmf)
 
 	if (vmf_stale(vmf)) {
 		/* the size may have moved with the data */
-		err = pohmel_revalidate_inode(inode, false);
-		if (!err)
-			err = pohmel_revalidate_mapping(inode);
+		err = pohmel_revalidate_data(inode);
 		if (err)
 			return vmf_error(err);
 	}

@@ -238,9 +238,7 @@ static ssize_t pohmel_read_iter(struct kiocb *iocb, struct iov_iter *to)
 		return 0;
 	if (direct_io(iocb))
 		return direct_read(iocb, to);
-	err = pohmel_revalidate_inode(inode, false);
-	if (!err)
-		err = pohmel_revalidate_mapping(inode);
+	err = pohmel_revalidate_data(inode);
 	if (err)
 		return err;
 	return generic_file_read_iter(iocb, to);
@@ -319,9 +317,7 @@ static ssize_t pohmel_write_iter(struct kiocb *iocb, struct iov_iter *from)
 		goto out;
 	}
 	/* buffered: drop a stale cache first, then copy into it */
-	ret = pohmel_revalidate_inode(inode, false);
-	if (!ret)
-		ret = pohmel_revalidate_mapping(inode);
+	ret = pohmel_revalidate_data(inode);
 	if (!ret)
 		ret = pohmel_perform_write(iocb, from);
 	/*

@@ -385,6 +385,14 @@ int pohmel_revalidate_inode(struct inode *inode, bool force)
 	return pohmel_refresh_inode(inode, &fa, 0);
 }
 
+/* Attributes, then the page cache: what a read or write relies on. */
+int pohmel_revalidate_data(struct inode *inode)
+{
+	int err = pohmel_revalidate_inode(inode, false);
+
+	return err ?: pohmel_revalidate_mapping(inode);
+}
+
 /* Drop the page cache if the server's data moved under us. */
 int pohmel_revalidate_mapping(struct inode *inode)
 {

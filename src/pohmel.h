@@ -87,11 +87,6 @@ enum {
 };
 
 /*
- * An open handle on the server. Files hold one each; writeback borrows
- * a writable one from the inode (with a reference) and acts with the
- * credentials of whoever opened it.
- */
-/*
  * Closed files keep their handle idle on the inode (file.c) only while
  * fewer than this many are listed on the mount: the server caps a
  * session's open handles (4096 in pohmeld), and idle ones must never
@@ -99,6 +94,11 @@ enum {
  */
 #define POHMEL_LISTED_HANDLES_MAX	1024
 
+/*
+ * An open handle on the server. Files hold one each; writeback borrows
+ * a writable one from the inode (with a reference) and acts with the
+ * credentials of whoever opened it.
+ */
 struct pohmel_handle {
 	struct kref ref;
 	struct list_head list;		/* pohmel_inode.handles; ->lock */
@@ -164,6 +164,7 @@ int pohmel_refresh_inode(struct inode *inode, const struct pohmel_fattr *fa,
 			 unsigned int flags);
 int pohmel_revalidate_inode(struct inode *inode, bool force);
 int pohmel_revalidate_mapping(struct inode *inode);
+int pohmel_revalidate_data(struct inode *inode);
 void pohmel_invalidate_attrs(struct inode *inode);
 u32 pohmel_grant(struct inode *inode, u64 *epoch);
 u64 pohmel_grant_epoch(struct inode *inode);
