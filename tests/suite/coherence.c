@@ -1,8 +1,14 @@
-/* coherence: randomized cross-mount visibility. Each trial warms the cache of
- * one mount (stat + read), changes the object through the other mount, then
- * checks that the first mount sees the change at once: existence, type, mode,
- * size, times, content, directory listing.
- * Usage: coherence [--trials N] [--seed S] DIR1 DIR2
+/* coherence: randomized cross-client visibility. DIR1..DIRn are one
+ * directory seen through n clients (mounts). Each trial warms the cache of
+ * every client but one (stat + read), changes an object through that one,
+ * then checks that every other client sees the change at once: existence,
+ * type, mode, size, times, content, directory listing.
+ * With --export DIR (the same directory on the server, not through pohmeld)
+ * every change is made there instead, and each client must see it within
+ * --bound-ms (the documented bound for local changes); the time each took
+ * is reported.
+ * Usage: coherence [--trials N] [--seed S] [--export DIR [--bound-ms MS]]
+ *                  DIR1 DIR2 [DIR3 DIR4]
  */
 #include "tap.h"
 
@@ -26,9 +32,15 @@ struct slot {
 	unsigned char data[MAXSZ];
 };
 static struct slot model[SLOTS];
-static const char *dir[2];
-static unsigned long long seed;
-static int trial;
+#define MAXCLIENTS 4
+/* dir[0..nclients-1]: the clients; dir[nclients]: the export, if given */
+static const char *dir[MAXCLIENTS + 1];
+static int nclients, exp_view = -1;
+static unsigned long long seed, bound_ns = 1000000000ULL;
+static int trial, quiet;
+/* export mode: how long each client took to see each change, in us */
+static unsigned long *lat;
+static size_t nlat;
 
 enum op { OP_WRITE, OP_APPEND, OP_TRUNC, OP_CREATE, OP_UNLINK, OP_RENAME, OP_CHMOD, OP_MKDIR, OP_RMDIR,
 	  OP_UTIME, OP_LINKCYCLE, NOPS };
@@ -36,6 +48,19 @@ static const char *opname[NOPS] = {"write", "append", "truncate", "create", "unl
 				   "mkdir", "rmdir", "utimens", "link+unlink"};
 static int done[NOPS], bad[NOPS], ndiag;
 static int scans, scan_bad;
+
+static const char *vname(int m)
+{
+	static char b[4][32];
+	static int i;
+	char *p = b[i++ & 3];
+
+	if (m == exp_view)
+		snprintf(p, sizeof(b[0]), "the export");
+	else
+		snprintf(p, sizeof(b[0]), "mount %d", m + 1);
+	return p;
+}
 
 static char *path(int m, int s)
 {
@@ -54,6 +79,8 @@ static void complain(int op, int s, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	if (quiet)
+		return;
 	if (ndiag++ < 20)
 		tap_diag("trial %d op %s slot n%d: %s", trial, op >= 0 ? opname[op] : "scan", s, msg);
 }
@@ -75,38 +102,38 @@ static int verify(int m, int s, int op, const struct stat *a)
 	int rc = lstat(path(m, s), &st);
 	if (sl->k == NONE) {
 		if (rc == 0 || errno != ENOENT) {
-			complain(op, s, "should not exist on mount %d", m + 1);
+			complain(op, s, "should not exist on %s", vname(m));
 			return 0;
 		}
 		return 1;
 	}
 	if (rc < 0) {
-		complain(op, s, "missing on mount %d: %s", m + 1, strerror(errno));
+		complain(op, s, "missing on %s: %s", vname(m), strerror(errno));
 		return 0;
 	}
 	if ((sl->k == REG && !S_ISREG(st.st_mode)) || (sl->k == DIR_ && !S_ISDIR(st.st_mode)) ||
 	    (st.st_mode & 07777) != sl->mode) {
-		complain(op, s, "mount %d mode %o, expected kind %d mode %o", m + 1, st.st_mode, sl->k, sl->mode);
+		complain(op, s, "%s: mode %o, expected kind %d mode %o", vname(m), st.st_mode, sl->k, sl->mode);
 		return 0;
 	}
 	if (a && (a->st_ino != st.st_ino || a->st_mtim.tv_sec != st.st_mtim.tv_sec ||
 		  a->st_mtim.tv_nsec != st.st_mtim.tv_nsec || a->st_ctim.tv_sec != st.st_ctim.tv_sec ||
 		  a->st_ctim.tv_nsec != st.st_ctim.tv_nsec || a->st_nlink != st.st_nlink)) {
-		complain(op, s, "stat differs between mounts (ino %llu/%llu mtime %lld.%09ld/%lld.%09ld nlink %lu/%lu)",
-			 (unsigned long long)a->st_ino, (unsigned long long)st.st_ino, (long long)a->st_mtim.tv_sec,
+		complain(op, s, "%s: stat differs from the writer's (ino %llu/%llu mtime %lld.%09ld/%lld.%09ld nlink %lu/%lu)",
+			 vname(m), (unsigned long long)a->st_ino, (unsigned long long)st.st_ino, (long long)a->st_mtim.tv_sec,
 			 a->st_mtim.tv_nsec, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
 			 (unsigned long)a->st_nlink, (unsigned long)st.st_nlink);
 		return 0;
 	}
 	if (sl->k == REG) {
 		if ((size_t)st.st_size != sl->size) {
-			complain(op, s, "mount %d size %lld, expected %zu", m + 1, (long long)st.st_size, sl->size);
+			complain(op, s, "%s: size %lld, expected %zu", vname(m), (long long)st.st_size, sl->size);
 			return 0;
 		}
 		unsigned char buf[MAXSZ + 1];
 		ssize_t n = read_file(path(m, s), buf, sizeof(buf));
 		if (n != (ssize_t)sl->size || memcmp(buf, sl->data, sl->size)) {
-			complain(op, s, "mount %d content differs (read %zd bytes, expected %zu)", m + 1, n, sl->size);
+			complain(op, s, "%s: content differs (read %zd bytes, expected %zu)", vname(m), n, sl->size);
 			return 0;
 		}
 	}
@@ -123,7 +150,7 @@ static int scan(int m)
 		if (de->d_name[0] == 'n' && sscanf(de->d_name + 1, "%d", &s) == 1 && s >= 0 && s < SLOTS)
 			seen[s]++;
 		else if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
-			complain(-1, -1, "unexpected name '%s' on mount %d", de->d_name, m + 1);
+			complain(-1, -1, "unexpected name '%s' on %s", de->d_name, vname(m));
 			ok = 0;
 		}
 	}
@@ -131,7 +158,7 @@ static int scan(int m)
 		closedir(d);
 	for (int s = 0; s < SLOTS; s++) {
 		if (seen[s] != (model[s].k != NONE)) {
-			complain(-1, s, "listed %d times on mount %d", seen[s], m + 1);
+			complain(-1, s, "listed %d times on %s", seen[s], vname(m));
 			ok = 0;
 		}
 		if (!verify(m, s, -1, NULL))
@@ -177,7 +204,7 @@ static int do_op(int op, int a, int *s2)
 		rnd_fill(buf, len);
 		fd = open(path(a, s), O_WRONLY | (op == OP_APPEND ? O_APPEND : 0));
 		if (fd < 0 || pwrite(fd, buf, len, (off_t)off) != (ssize_t)len)
-			complain(op, s, "write on mount %d: %s", a + 1, strerror(errno));
+			complain(op, s, "write on %s: %s", vname(a), strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		if (off > sl->size)
@@ -281,40 +308,106 @@ static int do_op(int op, int a, int *s2)
 	return -1;
 }
 
+/* Client m agrees with the model for slot s (and with the writer's stat a).
+ * Changes through a client must be seen at once; changes in the export
+ * within bound_ns of t0, by polling (each miss is quiet but the last). */
+static int settle(int m, int s, int op, const struct stat *a, unsigned long long t0)
+{
+	if (exp_view < 0)
+		return verify(m, s, op, a);
+	quiet = 1;
+	for (;;) {
+		int ok = verify(m, s, op, a);
+		unsigned long long t = now_ns() - t0;
+
+		if (ok) {
+			quiet = 0;
+			lat[nlat++] = (unsigned long)(t / 1000);
+			return 1;
+		}
+		if (t > bound_ns) {
+			quiet = 0;
+			complain(op, s, "%s still differs %.0f ms after the change:", vname(m), t / 1e6);
+			return verify(m, s, op, a);
+		}
+		usleep(2000);
+	}
+}
+
+static int scan_settled(int m, unsigned long long t0)
+{
+	if (exp_view < 0)
+		return scan(m);
+	quiet = 1;
+	while (!scan(m) && now_ns() - t0 <= bound_ns)
+		usleep(2000);
+	quiet = 0;
+	return scan(m);
+}
+
+static int cmp_ul(const void *x, const void *y)
+{
+	unsigned long a = *(const unsigned long *)x, b = *(const unsigned long *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: coherence [--trials N] [--seed S] [--export DIR [--bound-ms MS]] DIR1 DIR2 [DIR3 DIR4]\n");
+	exit(2);
+}
+
 int main(int argc, char **argv)
 {
 	int trials = 500, i;
+	const char *export = NULL;
+
 	seed = (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 20);
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "--trials") && i + 1 < argc)
 			trials = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
 			seed = strtoull(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--export") && i + 1 < argc)
+			export = argv[++i];
+		else if (!strcmp(argv[i], "--bound-ms") && i + 1 < argc)
+			bound_ns = strtoull(argv[++i], NULL, 0) * 1000000ULL;
 		else if (strcmp(argv[i], "--local"))
-			break;
+			usage();
 	}
-	if (argc - i != 2) {
-		fprintf(stderr, "usage: coherence [--trials N] [--seed S] DIR1 DIR2\n");
-		return 2;
+	nclients = argc - i;
+	if (nclients < (export ? 1 : 2) || nclients > MAXCLIENTS || trials < 1)
+		usage();
+	for (int m = 0; m < nclients; m++)
+		dir[m] = argv[i + m];
+	if (export) {
+		exp_view = nclients;
+		dir[exp_view] = export;
+		lat = calloc((size_t)trials * 2 * (size_t)nclients, sizeof(*lat));
+		if (!lat)
+			die("out of memory");
 	}
-	dir[0] = argv[i];
-	dir[1] = argv[i + 1];
 	if (!seed)
 		seed = 1;
 	tap_init();
 	umask(0);
-	tap_diag("seed %llu, %d trials (rerun: coherence --seed %llu --trials %d)", seed, trials, seed, trials);
+	tap_diag("seed %llu, %d trials, %d clients%s (rerun: coherence --seed %llu --trials %d ...)", seed, trials,
+		 nclients, export ? ", changes made in the export" : "", seed, trials);
 	unsigned long long t0 = now_ns();
 	for (trial = 0; trial < trials; trial++) {
-		int op = (int)rnd_below(&seed, NOPS), a = (int)rnd_below(&seed, 2), b = !a, s2;
-		/* warm the observer's cache of every slot the op may touch */
-		for (int s = 0; s < SLOTS; s++)
-			warm(b, s);
+		int op = (int)rnd_below(&seed, NOPS), s2;
+		int a = export ? exp_view : (int)rnd_below(&seed, (unsigned long)nclients);
+		/* warm every observer's cache of every slot the op may touch */
+		for (int m = 0; m < nclients; m++)
+			for (int s = 0; m != a && s < SLOTS; s++)
+				warm(m, s);
 		int s = do_op(op, a, &s2);
 		if (s < 0) {
 			trial--;
 			continue;
 		}
+		unsigned long long tc = now_ns();
 		done[op]++;
 		struct stat sa;
 		int ok = 1;
@@ -323,22 +416,37 @@ int main(int argc, char **argv)
 			if (targets[k] < 0)
 				continue;
 			int have = lstat(path(a, targets[k]), &sa) == 0;
-			if (!verify(a, targets[k], op, NULL) || !verify(b, targets[k], op, have ? &sa : NULL))
+			if (!verify(a, targets[k], op, NULL))
 				ok = 0;
+			for (int m = 0; m < nclients; m++)
+				if (m != a && !settle(m, targets[k], op, have ? &sa : NULL, tc))
+					ok = 0;
 		}
 		if (!ok)
 			bad[op]++;
 		if (trial % 50 == 49) {
+			int sok = 1;
+
 			scans++;
-			if (!scan(b) || !scan(a))
+			for (int m = 0; m <= nclients; m++)
+				if (dir[m] && !scan_settled(m, now_ns()))
+					sok = 0;
+			if (!sok)
 				scan_bad++;
 		}
 	}
 	for (int op = 0; op < NOPS; op++)
 		tap_check(bad[op] == 0 && done[op] > 0, "coherence: %s: %d trials, %d inconsistent", opname[op],
 			  done[op], bad[op]);
-	tap_check(scan_bad == 0, "coherence: full listing+content scans on both mounts: %d, %d inconsistent", scans,
+	tap_check(scan_bad == 0, "coherence: full listing+content scans on all views: %d, %d inconsistent", scans,
 		  scan_bad);
+	if (nlat) {
+		qsort(lat, nlat, sizeof(*lat), cmp_ul);
+		tap_diag("changes in the export seen by a client after: median %.1f ms, 99th percentile %.1f ms, max %.1f ms (%zu observations, bound %llu ms)",
+			 lat[nlat / 2] / 1e3, lat[nlat * 99 / 100] / 1e3, lat[nlat - 1] / 1e3, nlat,
+			 bound_ns / 1000000ULL);
+	}
 	tap_diag("%d trials in %.1f s", trials, (now_ns() - t0) / 1e9);
+	free(lat);
 	return tap_done();
 }
