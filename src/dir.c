@@ -28,22 +28,63 @@ static void set_dentry_epoch(struct dentry *dentry, struct inode *dir,
 			 (unsigned long)e0 : 0;
 }
 
+/*
+ * @name in @dir's complete listing under @e0 (caller holds i_rwsem):
+ * 1 present (*@oid), 0 absent, -ENOENT no listing. Without a listing, a
+ * small directory listed before is read again whole first.
+ */
+static int listed(struct inode *dir, const struct qstr *name, u64 e0,
+		  struct pohmel_foid *oid)
+{
+	int r = pohmel_dcache_lookup(dir, name, e0, oid);
+
+	if (r == -ENOENT && !pohmel_dcache_relist(dir, e0))
+		r = pohmel_dcache_lookup(dir, name, e0, oid);
+	return r;
+}
+
+/*
+ * The cached inode of a name the listing has, if it holds a grant (its
+ * attributes are current: the walk checks permissions on them unasked).
+ */
+static struct inode *granted_inode(struct super_block *sb,
+				   const struct pohmel_foid *oid)
+{
+	struct inode *inode = pohmel_ilookup(sb, oid);
+
+	if (inode && pohmel_grant(inode, NULL) == POHMEL_GRANT_NONE) {
+		iput(inode);
+		inode = NULL;
+	}
+	return inode;
+}
+
 static struct dentry *pohmel_lookup(struct inode *dir, struct dentry *dentry,
 				    unsigned int flags)
 {
 	struct pohmel_sb_info *sbi = POHMEL_SB(dir->i_sb);
 	u64 e0 = pohmel_dir_epoch(dir);
+	struct pohmel_foid oid;
 	struct pohmel_fattr fa;
 	struct inode *inode = NULL;
 	int err;
 
 	if (dentry->d_name.len > POHMEL_NAME_MAX)
 		return ERR_PTR(-ENAMETOOLONG);
-	/* not in the complete listing of a granted directory: no such name */
-	if (e0 && pohmel_dcache_lookup(dir, &dentry->d_name, e0) == 0) {
+	/* the complete listing of a granted directory answers */
+	err = e0 ? listed(dir, &dentry->d_name, e0, &oid) : -ENOENT;
+	if (!err) {
 		atomic64_inc(&sbi->stats.neg_lookup_hits);
 		dentry->d_time = (unsigned long)e0;
 		return d_splice_alias(NULL, dentry);
+	}
+	if (err == 1) {
+		inode = granted_inode(dir->i_sb, &oid);
+		if (inode) {
+			atomic64_inc(&sbi->stats.dentry_hits);
+			set_dentry_epoch(dentry, dir, e0);
+			return d_splice_alias(inode, dentry);
+		}
 	}
 	err = pohmel_rpc_lookup(pohmel_conn(dir), &POHMEL_I(dir)->oid,
 				dentry->d_name.name, dentry->d_name.len, &fa);
@@ -97,9 +138,30 @@ static int pohmel_d_revalidate(POHMEL_D_REVALIDATE_PARAMS)
 		dput(pd);
 		return 1;
 	}
-	atomic64_inc(&sbi->stats.dentry_misses);
-	if (!e0)	/* a new epoch: the LOOKUP below checks the name */
+	if (!e0)	/* a new epoch: the name is checked again below */
 		e0 = pohmel_dir_epoch(parent);
+	/*
+	 * The parent's listing (read again whole if small) settles the
+	 * name without a LOOKUP: it must still lead to the same object,
+	 * which holds a grant. Only with i_rwsem: listings change under it
+	 * held exclusive, and a caller may hold it already (hence trylock).
+	 */
+	if (e0 && inode_trylock_shared(parent)) {
+		struct pohmel_foid oid;
+
+		ret = listed(parent, &dentry->d_name, e0, &oid);
+		inode_unlock_shared(parent);
+		if ((ret == 0 && !inode) ||
+		    (ret == 1 && inode && POHMEL_I(inode)->oid.id == oid.id &&
+		     POHMEL_I(inode)->oid.gen == oid.gen &&
+		     pohmel_grant(inode, NULL) != POHMEL_GRANT_NONE)) {
+			atomic64_inc(&sbi->stats.dentry_hits);
+			set_dentry_epoch(dentry, parent, e0);
+			dput(pd);
+			return 1;
+		}
+	}
+	atomic64_inc(&sbi->stats.dentry_misses);
 	take_dentry_name_snapshot(&snap, dentry);
 	err = pohmel_rpc_lookup(&sbi->conn, &POHMEL_I(parent)->oid,
 				snap.name.name, snap.name.len, &fa);

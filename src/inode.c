@@ -472,6 +472,21 @@ void pohmel_prime_inode(struct super_block *sb, const struct pohmel_fattr *fa)
 	iput(inode);
 }
 
+static int pohmel_test_foid(struct inode *inode, void *data)
+{
+	const struct pohmel_foid *oid = data;
+
+	return POHMEL_I(inode)->oid.id == oid->id &&
+	       POHMEL_I(inode)->oid.gen == oid->gen;
+}
+
+/* The cached inode of @oid, referenced, or NULL. */
+struct inode *pohmel_ilookup(struct super_block *sb,
+			     const struct pohmel_foid *oid)
+{
+	return ilookup5(sb, oid->id, pohmel_test_foid, (void *)oid);
+}
+
 int pohmel_getattr(POHMEL_IDMAP_PARAM const struct path *path,
 		   struct kstat *stat, u32 mask, unsigned int flags)
 {

@@ -60,6 +60,7 @@ struct pohmel_vfs_stats {
 	atomic64_t readdir_hits;	/* listing served from the dir cache */
 	atomic64_t readdir_misses;
 	atomic64_t neg_lookup_hits;	/* missing name answered locally */
+	atomic64_t dir_relists;		/* small listings read again whole */
 	atomic64_t recall_drops;	/* recalls to NONE applied to an inode */
 };
 
@@ -84,6 +85,7 @@ struct pohmel_sb_info {
 enum {
 	POHMEL_I_DATA_STALE,		/* change moved: drop the page cache */
 	POHMEL_I_GRANT_REFUSED,		/* the last reply on this conn: NONE */
+	POHMEL_I_RELIST,		/* dir: small, listed: relist on a miss */
 };
 
 /*
@@ -172,6 +174,8 @@ u64 pohmel_dir_epoch(struct inode *dir);
 void pohmel_recall_inode(struct super_block *sb,
 			 const struct pohmel_recall *rec);
 void pohmel_prime_inode(struct super_block *sb, const struct pohmel_fattr *fa);
+struct inode *pohmel_ilookup(struct super_block *sb,
+			     const struct pohmel_foid *oid);
 struct inode *pohmel_alloc_inode(struct super_block *sb);
 void pohmel_free_inode(struct inode *inode);
 void pohmel_evict_inode(struct inode *inode);
@@ -195,7 +199,8 @@ struct pohmel_dcache;
 void pohmel_dcache_put(struct pohmel_dcache *dc);
 void pohmel_dcache_drop(struct inode *dir);
 int pohmel_dcache_lookup(struct inode *dir, const struct qstr *name,
-			 u64 epoch);
+			 u64 epoch, struct pohmel_foid *oid);
+int pohmel_dcache_relist(struct inode *dir, u64 epoch);
 void pohmel_dcache_add(struct inode *dir, const struct qstr *name,
 		       const struct pohmel_fattr *fa);
 void pohmel_dcache_remove(struct inode *dir, const struct qstr *name);

@@ -20,6 +20,13 @@
  * lookup), so readers never see it change under them; an open directory
  * that started from a listing keeps a reference to it and goes on with
  * it, with positions 2 + entry index (removed entries stay as holes).
+ *
+ * Relisting: a small directory (at most POHMEL_RELIST_MAX entries) that
+ * had a listing and lost it to someone else's change is read again whole
+ * (one READDIR) at the next lookup that misses, instead of being looked
+ * up name by name: after a recall, a stat of every entry costs one
+ * request, not one per name. POHMEL_I_RELIST marks such a directory; a
+ * relist that does not fit one reply clears it.
  */
 #include <linux/dcache.h>
 #include <linux/fs.h>
@@ -29,6 +36,7 @@
 #include "pohmel.h"
 
 #define POHMEL_READDIR_BYTES	(64 * 1024)
+#define POHMEL_RELIST_MAX	128
 
 struct pohmel_dcache {
 	struct kref ref;
@@ -41,6 +49,7 @@ struct pohmel_dcache {
 
 struct dc_ent {
 	u64 ino;
+	u64 gen;
 	u32 hash;			/* full_name_hash(NULL, ...) */
 	u16 namelen;
 	u8 type;			/* DT_*; DT_UNKNOWN: a hole */
@@ -90,7 +99,7 @@ void pohmel_dcache_put(struct pohmel_dcache *dc)
 
 /* Append an entry; false (and the listing is no longer usable) on ENOMEM. */
 static bool dcache_append(struct pohmel_dcache *dc, const char *name,
-			  u32 namelen, u64 ino, u8 type)
+			  u32 namelen, const struct pohmel_foid *oid, u8 type)
 {
 	u32 need = DC_ENT_SIZE(namelen);
 	struct dc_ent *e;
@@ -112,7 +121,8 @@ static bool dcache_append(struct pohmel_dcache *dc, const char *name,
 	}
 	e = (struct dc_ent *)(dc->buf + dc->len);
 	memset(e, 0, need);
-	e->ino = ino;
+	e->ino = oid->id;
+	e->gen = oid->gen;
 	e->hash = full_name_hash(NULL, name, namelen);
 	e->namelen = namelen;
 	e->type = type;
@@ -169,19 +179,24 @@ void pohmel_dcache_drop(struct inode *dir)
 
 /*
  * Lookup of a name in @dir's listing valid under @epoch (caller holds
- * i_rwsem): 1 present, 0 absent, -ENOENT: no complete listing.
+ * i_rwsem): 1 present (*@oid, if given, is its object), 0 absent,
+ * -ENOENT: no complete listing.
  */
 int pohmel_dcache_lookup(struct inode *dir, const struct qstr *name,
-			 u64 epoch)
+			 u64 epoch, struct pohmel_foid *oid)
 {
 	struct pohmel_dcache *dc = dcache_get(dir, epoch);
-	int ret;
+	struct dc_ent *e;
 
 	if (!dc)
 		return -ENOENT;
-	ret = dcache_find(dc, name->name, name->len) ? 1 : 0;
+	e = dcache_find(dc, name->name, name->len);
+	if (e && oid) {
+		oid->id = e->ino;
+		oid->gen = e->gen;
+	}
 	pohmel_dcache_put(dc);
-	return ret;
+	return e ? 1 : 0;
 }
 
 /*
@@ -196,12 +211,14 @@ void pohmel_dcache_add(struct inode *dir, const struct qstr *name,
 
 	if (!dc)
 		return;
-	if (!dcache_append(dc, name->name, name->len, fa->oid.id,
+	if (!dcache_append(dc, name->name, name->len, &fa->oid,
 			   fs_umode_to_dtype(fa->mode))) {
 		pohmel_dcache_put(dc);
 		pohmel_dcache_drop(dir);
 		return;
 	}
+	if (dc->count > POHMEL_RELIST_MAX)
+		clear_bit(POHMEL_I_RELIST, &POHMEL_I(dir)->flags);
 	pohmel_dcache_put(dc);
 }
 
@@ -236,6 +253,7 @@ void pohmel_dcache_new_dir(struct inode *dir)
 	pi->dcache = dc;
 	spin_unlock(&pi->lock);
 	pohmel_dcache_put(old);
+	set_bit(POHMEL_I_RELIST, &pi->flags);
 }
 
 /* Install a listing read to the end under @epoch, if the epoch lasted. */
@@ -256,6 +274,10 @@ static void dcache_install(struct inode *dir, struct pohmel_dcache *dc)
 	}
 	spin_unlock(&pi->lock);
 	pohmel_dcache_put(old);
+	if (dc->count <= POHMEL_RELIST_MAX)
+		set_bit(POHMEL_I_RELIST, &pi->flags);
+	else
+		clear_bit(POHMEL_I_RELIST, &pi->flags);
 }
 
 /* Emit from a listing; returns 0, the caller saves the position. */
@@ -371,7 +393,7 @@ static int pohmel_readdir(struct file *file, struct dir_context *ctx)
 			}
 			if (dc->build &&
 			    !dcache_append(dc->build, e.name, e.namelen,
-					   e.attr.oid.id, dt_of(e.attr.mode))) {
+					   &e.attr.oid, dt_of(e.attr.mode))) {
 				pohmel_dcache_put(dc->build);
 				dc->build = NULL;
 			}
@@ -413,6 +435,60 @@ save:
 	dc->cookie = cookie;
 out:
 	mutex_unlock(&dc->lock);
+	return err;
+}
+
+/*
+ * Read small directory @dir's whole listing again in one READDIR (caller
+ * holds i_rwsem, shared at least; @epoch is the directory's grant epoch,
+ * nonzero), if it is a relisting candidate (see the top). Entries' cached
+ * inodes take their attributes and grants from it. Returns 0 when a
+ * listing complete under @epoch is installed.
+ */
+int pohmel_dcache_relist(struct inode *dir, u64 epoch)
+{
+	struct pohmel_sb_info *sbi = POHMEL_SB(dir->i_sb);
+	struct pohmel_inode *pi = POHMEL_I(dir);
+	struct pohmel_dirent_info e;
+	struct pohmel_dir_iter it;
+	struct pohmel_fattr fdir;
+	struct pohmel_dcache *dc;
+	int err;
+
+	if (!test_bit(POHMEL_I_RELIST, &pi->flags) ||
+	    pohmel_permission_noidmap(dir, MAY_EXEC))
+		return -ENOENT;
+	dc = dcache_new(epoch);
+	if (!dc)
+		return -ENOMEM;
+	err = pohmel_rpc_readdir(&sbi->conn, &pi->oid, 0,
+				 min_t(u32, sbi->rsize, POHMEL_READDIR_BYTES),
+				 &it, &fdir);
+	if (err)
+		goto out_put;
+	pohmel_refresh_inode(dir, &fdir, POHMEL_REFRESH_OWN);
+	while (pohmel_dir_next(&it, &e)) {
+		if (!dcache_append(dc, e.name, e.namelen, &e.attr.oid,
+				   dt_of(e.attr.mode))) {
+			err = -ENOMEM;
+			break;
+		}
+		pohmel_prime_inode(dir->i_sb, &e.attr);
+	}
+	/* grown past one reply: back to lookups by name */
+	if (!err && (!it.eof || dc->count > POHMEL_RELIST_MAX))
+		err = -EFBIG;
+	pohmel_dir_iter_end(&it);
+	if (err)
+		goto out_put;
+	atomic64_inc(&sbi->stats.dir_relists);
+	dcache_install(dir, dc);
+	if (pohmel_grant_epoch(dir) != epoch)
+		err = -ESTALE;
+out_put:
+	if (err == -EFBIG)
+		clear_bit(POHMEL_I_RELIST, &pi->flags);
+	pohmel_dcache_put(dc);
 	return err;
 }
 

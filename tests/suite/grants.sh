@@ -7,6 +7,9 @@
 #     warm mount 1 within the documented bound (1 s);
 #   cross-mount: a change through mount 2 is seen at once by a warm mount 1,
 #     through a recall that mount 1 acknowledged;
+#   relisting: after another client's change in a small directory mount 1
+#     listed, a stat of every name in it costs one READDIR, not a LOOKUP
+#     per name;
 #   idle handles: opening and closing more files than the server allows
 #     open per session leaves room for new files.
 # Prints recall latencies as TAP comments (not asserted).
@@ -159,6 +162,28 @@ for m in "$POHMEL_MNT1" "$POHMEL_MNT2"; do
 	[ "$n" -gt 0 ] 2>/dev/null &&
 		diag "$m: $n recalls acked, arrival to ack: mean $((tot / n / 1000)) us, max $((max / 1000)) us"
 done
+
+# --- a small listed directory changed by another client is read again
+# whole (one READDIR), not looked up name by name ---
+walk
+touch "$w2/tree/d8/new8"
+names="$(seq -f 'f%g' 1 15) link empty new8"
+c0=$(mstat "$POHMEL_MNT1" ops) rl0=$(mstat "$POHMEL_MNT1" dir_relists)
+ops_before=$(ops_of "$POHMEL_MNT1")
+stat_d8() {	# by name, no glob: a listing would serve the names itself
+	local f
+	for f in $names; do
+		stat "$w1/tree/d8/$f" >/dev/null || return 1
+	done
+}
+check "grants: after a create through mount 2, mount 1 stats all 18 names in d8" stat_d8
+c1=$(mstat "$POHMEL_MNT1" ops) rl1=$(mstat "$POHMEL_MNT1" dir_relists)
+if [ $((rl1 - rl0)) = 1 ] && [ $((c1 - c0)) -le 3 ]; then
+	pass "grants: ... with $((c1 - c0)) requests, one directory relisted"
+else
+	fail "grants: ... with at most 3 requests, one directory relisted (sent $((c1 - c0)), relisted $((rl1 - rl0)))"
+	diag "before: $ops_before" "after:  $(ops_of "$POHMEL_MNT1")"
+fi
 rm -rf "$w1/tree"
 
 # --- closed files keep idle handles only up to a bound ---
