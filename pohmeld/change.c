@@ -28,9 +28,14 @@
  * (the table is full), and `resets` moves with that: every value
  * changes, clients re-read once.
  *
- * Lock rules: change_mu protects the table, its count, next_tag and
- * resets; it is a leaf lock (taken under grants_mu, never the other
- * way round).
+ * Tags also order modifications in time (grants.c): a request notes
+ * change_now() before it reads anything, and change_moved() later says
+ * whether an object was bumped since, by anyone but the request itself.
+ * A reset forgets which, so it counts as a bump of every object.
+ *
+ * Lock rules: change_mu protects the table, its count, next_tag,
+ * resets and reset_at; it is a leaf lock (taken under grants_mu, never
+ * the other way round).
  */
 #include <stdlib.h>
 #include <sys/random.h>
@@ -51,6 +56,8 @@ static struct change_ent *ctab[CHANGE_BUCKETS];	/* under change_mu */
 static unsigned int count;			/* under change_mu */
 static uint64_t next_tag = 1;			/* under change_mu */
 static uint64_t resets;				/* under change_mu */
+static uint64_t reset_at;			/* under change_mu: the
+						 * tag of the last reset */
 static uint64_t epoch;				/* set before any request */
 
 /* splitmix64's finaliser: a bijection with good avalanche. */
@@ -93,16 +100,25 @@ static void reset_locked(void)
 	}
 	count = 0;
 	resets++;
+	reset_at = next_tag++;
 }
 
-void change_bump(uint64_t id)
+/*
+ * id was modified: give it a new tag, returned (0 if it could not be
+ * remembered: a reset then moved every value). *prev (if prev) is the
+ * tag it replaced, 0 if none.
+ */
+uint64_t change_bump(uint64_t id, uint64_t *prev)
 {
 	struct change_ent *e;
+	uint64_t tag = 0;
 
 	pthread_mutex_lock(&change_mu);
 	for (e = ctab[cbucket(id)]; e; e = e->next)
 		if (e->id == id)
 			break;
+	if (prev)
+		*prev = e ? e->tag : 0;
 	if (!e) {
 		if (count >= CHANGE_MAX)
 			reset_locked();
@@ -110,16 +126,47 @@ void change_bump(uint64_t id)
 		if (!e) {
 			/* Cannot remember this tag: move every value. */
 			reset_locked();
-			pthread_mutex_unlock(&change_mu);
-			return;
+			goto out;
 		}
 		e->id = id;
 		e->next = ctab[cbucket(id)];
 		ctab[cbucket(id)] = e;
 		count++;
 	}
-	e->tag = next_tag++;
+	e->tag = tag = next_tag++;
+out:
 	pthread_mutex_unlock(&change_mu);
+	return tag;
+}
+
+/* A point in time: every bump (or reset) after it has a tag >= it. */
+uint64_t change_now(void)
+{
+	uint64_t t;
+
+	pthread_mutex_lock(&change_mu);
+	t = next_tag;
+	pthread_mutex_unlock(&change_mu);
+	return t;
+}
+
+/*
+ * Was id bumped at or after point `since`, other than by the bump whose
+ * tag is `own` (0: none)? A later bump replaces `own`, so it is seen.
+ */
+bool change_moved(uint64_t id, uint64_t since, uint64_t own)
+{
+	struct change_ent *e;
+	bool moved;
+
+	pthread_mutex_lock(&change_mu);
+	for (e = ctab[cbucket(id)]; e; e = e->next)
+		if (e->id == id)
+			break;
+	moved = reset_at >= since ||
+		(e && e->tag >= since && e->tag != own);
+	pthread_mutex_unlock(&change_mu);
+	return moved;
 }
 
 uint64_t change_of(uint64_t id, const struct stat *st)

@@ -98,18 +98,25 @@ void reply_finish(struct req *r, uint32_t status, uint8_t *hdrp)
  */
 bool req_bump(struct req *r, uint64_t id)
 {
+	uint64_t tag, prev;
 	bool found = false;
 	int i;
 
+	for (i = 0; i < r->ngm; i++)
+		if (r->gm[i].write && r->gm[i].id == id && !r->gm[i].bumped)
+			found = true;
+	if (!found)
+		return false;
+	tag = change_bump(id, &prev);
 	for (i = 0; i < r->ngm; i++) {
-		if (!r->gm[i].write || r->gm[i].id != id || r->gm[i].bumped)
+		if (!r->gm[i].write || r->gm[i].id != id)
 			continue;
 		r->gm[i].bumped = true;
-		found = true;
+		/* Another request's bump since r began: r's own does not
+		 * vouch for the object's state (grant_fill). */
+		r->gm[i].tag = prev >= r->since ? 0 : tag;
 	}
-	if (found)
-		change_bump(id);
-	return found;
+	return true;
 }
 
 /* One request (alone or inside a BATCH); reply at out, *outlen bytes. */

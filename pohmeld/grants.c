@@ -17,6 +17,20 @@
  * holds SHARED, and never above the target of a recall pending for the
  * holder itself.
  *
+ * A grant must not outlive what its reply describes. The handler reads
+ * the object (attrs, data, a listing) before grant_fill; a modifying
+ * request that runs wholly in between recalls nobody (the reader holds
+ * nothing yet) and its in-flight mark is gone by grant_fill, and a
+ * local change may be reported meanwhile. Both move the object's change
+ * tag (change.c). So grants_begin notes the point r->since before the
+ * handler runs, and grant_fill gives NONE if the object's tag moved
+ * since (its own bump aside: grant_mark.tag), checked under grants_mu
+ * together with the holder being added: a modification that begins
+ * later finds the holder and recalls it; a local change reported later
+ * recalls it too. A change not yet reported is caught for a new watch
+ * by its ctime (watch), else by its later recall. NONE is always safe:
+ * the client revalidates next time.
+ *
  * Conflicts (grants_begin, before a request runs, for every connection):
  * a modifying request on an object (namespace ops: the directory, plus
  * the child named) conflicts with every other holder (recalled to NONE);
@@ -40,12 +54,14 @@
  * is inline (bounded by the lease).
  *
  * Lock rules: grants_mu protects the table, every struct gobj/holder and
- * conn->grants_gone; lock order grants_mu -> notify_mu (notify.c). No
+ * conn->grants_gone; lock order grants_mu -> notify_mu (notify.c),
+ * grants_mu -> change_mu (change.c, a leaf). No
  * send_mu, session or oid-table lock is taken under it: RECALLs are sent
  * and objects opened (oid_open) with grants_mu dropped.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -65,7 +81,6 @@ struct holder {
 struct gobj {
 	struct gobj *next;
 	struct woid oid;		/* gen as last seen in a reply */
-	uint64_t change;		/* attr.change last replied */
 	int wd;				/* inotify watch, -1: none */
 	struct holder *holders;
 	struct grant_mark *busy;	/* modifying requests in flight */
@@ -77,6 +92,7 @@ static struct gobj *tab[BUCKETS];	/* under grants_mu */
 static uint64_t next_recall = 1;	/* under grants_mu */
 static bool stopping;			/* under grants_mu */
 atomic_int grant_conns;			/* connections with FEAT_GRANTS */
+static const char *test_hold_path;	/* set before any connection */
 
 struct recall_msg {
 	struct recall_msg *next;
@@ -88,6 +104,7 @@ void grants_init(void)
 {
 	pthread_condattr_t ca;
 
+	test_hold_path = getenv("POHMELD_TEST_GRANT_HOLD");
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&grants_cv, &ca);
@@ -414,8 +431,10 @@ int grants_begin(struct req *r, bool may_wait)
 	int i, n;
 
 	r->ngm = targets(r->m, r->gm);
-	if (!r->ngm)
+	if (!r->ngm) {
+		r->since = change_now();
 		return 0;
+	}
 	pthread_mutex_lock(&grants_mu);
 	for (;;) {
 		n = conflicts(r, &rm, &dl);
@@ -452,6 +471,9 @@ int grants_begin(struct req *r, bool may_wait)
 		o->busy = &r->gm[i];
 		r->gm[i].obj = o;
 	}
+	/* Before the handler reads anything: what it reads is as of now
+	 * or later (grant_fill). */
+	r->since = change_now();
 	pthread_mutex_unlock(&grants_mu);
 	send_recalls(rm, true);
 	return 0;
@@ -531,6 +553,41 @@ static bool watch(struct gobj *o, int fd, const struct wattr *a)
 	return true;
 }
 
+/*
+ * Tests: while the file named by POHMELD_TEST_GRANT_HOLD exists, a
+ * reading request (no write target) waits here, after it took what its
+ * reply describes and before its grant; it creates "FILE.held" first,
+ * so that a test knows when to make its change.
+ */
+static void test_hold(const struct req *r)
+{
+	char mark[PATH_MAX];
+	int i, fd;
+
+	if (access(test_hold_path, F_OK))
+		return;
+	for (i = 0; i < r->ngm; i++)
+		if (r->gm[i].write)
+			return;
+	snprintf(mark, sizeof(mark), "%s.held", test_hold_path);
+	fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+	while (access(test_hold_path, F_OK) == 0)
+		usleep(10000);
+}
+
+/* The tag of r's own bump of id, 0 if none (grant_mark.tag). */
+static uint64_t own_tag(const struct req *r, uint64_t id)
+{
+	int i;
+
+	for (i = 0; i < r->ngm; i++)
+		if (r->gm[i].write && r->gm[i].id == id)
+			return r->gm[i].tag;
+	return 0;
+}
+
 void grant_fill(struct req *r, int fd, struct wattr *a)
 {
 	bool grants = r->c && (r->c->features & POHMEL_FEAT_GRANTS);
@@ -543,6 +600,8 @@ void grant_fill(struct req *r, int fd, struct wattr *a)
 	a->grant = POHMEL_GRANT_NONE;
 	if (!grants && !atomic_load(&grant_conns))
 		return;
+	if (test_hold_path && level != POHMEL_GRANT_NONE)
+		test_hold(r);
 	pthread_mutex_lock(&grants_mu);
 	o = find(a->oid.id, level != POHMEL_GRANT_NONE);
 	if (!o)
@@ -559,7 +618,6 @@ void grant_fill(struct req *r, int fd, struct wattr *a)
 		o->wd = -1;
 		recall_holders(o, &rm);
 	}
-	o->change = a->change;
 	o->oid.gen = a->oid.gen;
 	if (level == POHMEL_GRANT_NONE || r->c->grants_gone || stopping)
 		goto out_free;
@@ -575,6 +633,12 @@ void grant_fill(struct req *r, int fd, struct wattr *a)
 	for (g = o->busy; g; g = g->next)
 		if (g->c != r->c)
 			level = POHMEL_GRANT_NONE;
+	/* Modified since r began, by another request or locally: what
+	 * the reply describes may be older than that (no mark is left
+	 * of a request that ran wholly in between). */
+	if (level != POHMEL_GRANT_NONE &&
+	    change_moved(o->oid.id, r->since, own_tag(r, o->oid.id)))
+		level = POHMEL_GRANT_NONE;
 	if (h && h->grant > level && level != POHMEL_GRANT_NONE)
 		level = h->grant;
 	if (h && h->recall_id && level > h->recall_to)
@@ -670,7 +734,7 @@ void grants_local_change(uint64_t id)
 	o = find(id, false);
 	if (o && !o->busy) {
 		/* Even within ctime's tick, its change attribute moves. */
-		change_bump(id);
+		change_bump(id, NULL);
 		recall_holders(o, &rm);
 		log_debug("object %llu changed locally",
 			  (unsigned long long)id);

@@ -164,7 +164,9 @@ void sfile_scan(void (*fn)(const uint8_t uuid[16], uint64_t boot_gen,
 /* ---- change.c: the change attribute ---- */
 void change_init(uint64_t boot_gen);
 void change_fini(void);
-void change_bump(uint64_t id);
+uint64_t change_bump(uint64_t id, uint64_t *prev);
+uint64_t change_now(void);
+bool change_moved(uint64_t id, uint64_t since, uint64_t own);
 uint64_t change_of(uint64_t id, const struct stat *st);
 
 /* ---- session.c: sessions, reply cache, open handles ---- */
@@ -270,6 +272,8 @@ struct grant_mark {
 	uint64_t id;
 	bool write;
 	bool bumped;			/* change_bump done (dispatch.c) */
+	uint64_t tag;			/* that bump's tag; 0: none, or
+					 * another's bump came first */
 };
 #define GRANT_MARKS	4
 
@@ -287,6 +291,7 @@ struct req {
 	bool in_batch;		/* no LOCK WAIT inside a BATCH */
 	int ngm;
 	struct grant_mark gm[GRANT_MARKS];
+	uint64_t since;		/* change_now() as grants_begin let r run */
 };
 enum { DISPATCH_OK = 0, DISPATCH_DROP = -1, DISPATCH_CLOSE = 1,
        DISPATCH_DEFER = 2 };

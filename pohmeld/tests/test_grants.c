@@ -4,7 +4,8 @@
  * negotiation, SHARED/EXCL in replies, a write recalls a reader before
  * it is answered, an unacked recall waits out the lease, sessions without
  * grants, two sessions recalling each other, a disconnect, and changes
- * made directly in the export.
+ * made directly in the export, and a change made between a reading
+ * request's look at an object and its grant (POHMELD_TEST_GRANT_HOLD).
  *   test_grants PATH-TO-POHMELD
  * Waits are bounded generously; nothing passes or fails on speed.
  */
@@ -18,7 +19,7 @@
 #define LEASE_LONG	20	/* main server: acks, never the lease */
 #define LEASE_SHORT	1	/* second server: the lease runs out */
 
-static char exp_dir[128];
+static char exp_dir[128], hold_path[160], held_path[170];
 static struct srvproc sp, sp2;
 
 static double now_s(void)
@@ -518,6 +519,222 @@ static void t_local(void)
 	cl_close(&a);
 }
 
+/*
+ * The reply with `tag`, waited for at most 30 s: its status, its attr
+ * (the first in the payload) and, for a READ, up to dcap bytes of data.
+ */
+static int reply_attr(struct pc *c, uint32_t tag, struct wattr *a,
+		      char *data, uint32_t dcap, uint32_t *status)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+	uint8_t r[512];
+	struct whdr h;
+	uint32_t n;
+
+	do {
+		if (poll(&p, 1, 30000) != 1 || pc_recv(c, &h, r, sizeof(r)))
+			return -1;
+	} while (h.tag != tag);
+	*status = h.status;
+	if (h.status || h.len < POHMEL_ATTR_SIZE)
+		return -1;
+	wattr_get(r, a);
+	if (data && h.len >= POHMEL_IO_REPLY_SIZE) {
+		n = get32(r + POHMEL_ATTR_SIZE);
+		if (n > dcap - 1 || POHMEL_IO_REPLY_SIZE + n > h.len)
+			return -1;
+		memcpy(data, r + POHMEL_IO_REPLY_SIZE, n);
+		data[n] = 0;
+	}
+	return 0;
+}
+
+/*
+ * The READDIR reply with `tag`: the directory's attr in *a; returns the
+ * number of entries, or -1. With c NULL: the number of the last one.
+ */
+static int readdir_reply(struct pc *c, uint32_t tag, struct wattr *a,
+			 uint32_t *status)
+{
+	static uint8_t r[65536];
+	static int last = -1;
+	struct pollfd p;
+	struct whdr h;
+
+	if (!c)
+		return last;
+	p.fd = c->fd;
+	p.events = POLLIN;
+	last = -1;
+	do {
+		if (poll(&p, 1, 30000) != 1 || pc_recv(c, &h, r, sizeof(r)))
+			return -1;
+	} while (h.tag != tag);
+	*status = h.status;
+	if (h.status || h.len < POHMEL_READDIR_REPLY_SIZE)
+		return -1;
+	wattr_get(r, a);
+	last = (int)get32(r + POHMEL_ATTR_SIZE);
+	return last;
+}
+
+/* Hold pohmeld's reading requests before their grant; true once one
+ * waits there (bounded: 30 s). */
+static void hold_on(void)
+{
+	unlink(held_path);
+	if (write_file(hold_path, ""))
+		printf("# cannot make %s\n", hold_path);
+}
+
+static bool held(void)
+{
+	int i;
+
+	for (i = 0; i < 3000; i++) {
+		if (access(held_path, F_OK) == 0)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/*
+ * While R is held before its grant: W (with grants) writes the file, R
+ * holding nothing, so W recalls nobody and is the sole holder (EXCL);
+ * then P (no grants) reads it, which recalls W to SHARED. So the file
+ * stays watched and W's in-flight mark is gone when R goes on: nothing
+ * but the fix can tell R's grant from a fresh one.
+ */
+static bool write_meanwhile(struct pc *w, struct pc *p, const struct woid *o,
+			    uint32_t tag)
+{
+	struct pc_recall rc;
+	struct wattr x;
+	uint32_t st = 1;
+
+	return send_write(w, o, tag) == 0 &&
+	       reply_attr(w, tag, &x, NULL, 0, &st) == 0 && st == 0 &&
+	       x.grant == POHMEL_GRANT_EXCL &&
+	       send_getattr(p, o, tag + 1) == 0 &&
+	       pc_next_recall(w, 10000, &rc) == 0 &&
+	       rc.to == POHMEL_GRANT_SHARED && pc_recall_ack(w, &rc) == 0 &&
+	       reply_attr(p, tag + 1, &x, NULL, 0, &st) == 0 && st == 0;
+}
+
+/*
+ * Between R's look at a file (its attrs and data) and R's grant, the
+ * file is changed: by W, whose request ran wholly in that window (R
+ * held nothing, so nobody was recalled, and W's in-flight mark is gone
+ * by R's grant), or locally. A SHARED grant then would let R serve the
+ * old state with no RECALL coming. R must be given NONE, or the grant
+ * must come with the change.
+ */
+static void t_race(void)
+{
+	struct pc r, w, p, c;
+	struct pc_recall rc;
+	struct wattr f1, f2, f3, x, after;
+	uint8_t body[POHMEL_IO_SIZE + 8];
+	uint32_t st = 1;
+	char data[64] = "";
+
+	CHECK(gopen(&r, &sp, true) == 0 && gopen(&w, &sp, true) == 0 &&
+	      gopen(&c, &sp, true) == 0 && gopen(&p, &sp, false) == 0,
+	      "race: R, W and C with grants, P without");
+	CHECK(mkfile(&p, "race1", &f1) == 0 && mkfile(&p, "race2", &f2) == 0 &&
+	      mkfile(&p, "race3", &f3) == 0 &&
+	      pc_write(&p, &f1.oid, 0, 0, "old!", 4, 0, NULL) == 0 &&
+	      pc_write(&p, &f2.oid, 0, 0, "old!", 4, 0, NULL) == 0 &&
+	      pc_write(&p, &f3.oid, 0, 0, "old!", 4, 0, NULL) == 0,
+	      "race: P made three files (nobody holds them)");
+
+	/* GETATTR: the attrs */
+	hold_on();
+	CHECK(send_getattr(&r, &f1.oid, 301) == 0 && held(),
+	      "race: R's GETATTR waits before its grant");
+	CHECK(write_meanwhile(&w, &p, &f1.oid, 302),
+	      "race: meanwhile W's WRITE answered EXCL (R holds nothing), "
+	      "then recalled to SHARED by P's GETATTR");
+	CHECK(pc_getattr(&p, &f1.oid, &after) == 0, "race: P's GETATTR");
+	unlink(hold_path);
+	CHECK(reply_attr(&r, 301, &x, NULL, 0, &st) == 0 && st == 0,
+	      "race: R's GETATTR answered");
+	CHECK(x.grant == POHMEL_GRANT_NONE || x.change == after.change,
+	      "race: GETATTR not granted on what W changed (grant %u, "
+	      "change %s)", x.grant, x.change == after.change ? "new" : "old");
+	CHECK(pc_getattr(&r, &f1.oid, &x) == 0 &&
+	      x.grant == POHMEL_GRANT_SHARED && x.change == after.change,
+	      "race: R's next GETATTR: SHARED, W's change");
+
+	/* READ: the data too */
+	hold_on();
+	CHECK(pc_send(&r, POHMEL_OP_READ, 311, 0, body,
+		      pc_enc_io(body, &f2.oid, 0, 0, 16, 0, NULL)) == 0 &&
+	      held(), "race: R's READ waits before its grant");
+	CHECK(write_meanwhile(&w, &p, &f2.oid, 312),
+	      "race: meanwhile W's WRITE (\"data\") answered, W now SHARED");
+	unlink(hold_path);
+	CHECK(reply_attr(&r, 311, &x, data, sizeof(data), &st) == 0 &&
+	      st == 0, "race: R's READ answered (\"%s\")", data);
+	CHECK(x.grant == POHMEL_GRANT_NONE || !strcmp(data, "data"),
+	      "race: READ not granted on the data W replaced (grant %u)",
+	      x.grant);
+
+	/* A local change of a file C holds (so pohmeld watches it) */
+	CHECK(pc_getattr(&c, &f3.oid, &x) == 0 &&
+	      x.grant == POHMEL_GRANT_SHARED, "race: C holds the third file");
+	hold_on();
+	CHECK(send_getattr(&r, &f3.oid, 321) == 0 && held(),
+	      "race: R's GETATTR waits before its grant");
+	CHECK(local_write("race3", "local change\n") == 0 &&
+	      pc_next_recall(&c, 10000, &rc) == 0 && rc.oid.id == f3.oid.id,
+	      "race: local write; C recalled (pohmeld saw it)");
+	CHECK(pc_getattr(&p, &f3.oid, &after) == 0 && after.size == 13,
+	      "race: P's GETATTR");
+	unlink(hold_path);
+	CHECK(reply_attr(&r, 321, &x, NULL, 0, &st) == 0 && st == 0,
+	      "race: R's GETATTR answered");
+	CHECK(x.grant == POHMEL_GRANT_NONE || x.change == after.change,
+	      "race: GETATTR not granted on the state before the local "
+	      "write (grant %u, size %llu)", x.grant,
+	      (unsigned long long)x.size);
+	CHECK(pc_recall_ack(&c, &rc) == 0 && pc_ping(&c) == 0, "race: C acks");
+
+	/*
+	 * READDIR: the listing is read before the directory's attrs. R is
+	 * held at its first entry's grant (listing read); W creates an
+	 * entry (W then holds the directory SHARED: it stays watched).
+	 * The directory's attrs, taken after that, are W's: only the
+	 * listing is stale, and the grant must not cover it.
+	 */
+	CHECK(pc_mkobj(&p, POHMEL_OP_MKDIR, &p.root.oid, "raced", 0755, 0, 0,
+		       NULL, &f1, NULL) == 0 &&
+	      pc_mkobj(&p, POHMEL_OP_CREATE, &f1.oid, "a", 0644, 0, 0, NULL,
+		       &x, NULL) == 0, "race: P made raced/a");
+	hold_on();
+	CHECK(pc_send(&r, POHMEL_OP_READDIR, 331, 0, body,
+		      pc_enc_readdir(body, &f1.oid, 0, 65536)) == 0 &&
+	      held(), "race: R's READDIR waits before its first grant");
+	CHECK(pc_mkobj(&w, POHMEL_OP_CREATE, &f1.oid, "b", 0644, 0, 0, NULL,
+		       &x, &after) == 0 && after.grant == POHMEL_GRANT_SHARED,
+	      "race: meanwhile W creates raced/b, holds raced SHARED");
+	unlink(hold_path);
+	CHECK(readdir_reply(&r, 331, &x, &st) >= 0 && st == 0,
+	      "race: R's READDIR answered (%d entries)",
+	      readdir_reply(NULL, 0, NULL, NULL));
+	CHECK(x.grant == POHMEL_GRANT_NONE ||
+	      readdir_reply(NULL, 0, NULL, NULL) == 2,
+	      "race: READDIR: directory not granted on the listing before W's "
+	      "CREATE (grant %u, %s attrs)", x.grant,
+	      x.change == after.change ? "new" : "old");
+	unlink(held_path);
+	cl_close(&r);
+	cl_close(&w);
+	cl_close(&p);
+	cl_close(&c);
+}
+
 int main(int argc, char **argv)
 {
 	char conf[1024];
@@ -529,7 +746,11 @@ int main(int argc, char **argv)
 	snprintf(conf, sizeof(conf),
 		 "export / %s rw no_root_squash\nstate-dir %s/state\n"
 		 "key-file none\ngrant-lease %d\n", exp_dir, base, LEASE_LONG);
+	snprintf(hold_path, sizeof(hold_path), "%s/hold", base);
+	snprintf(held_path, sizeof(held_path), "%s.held", hold_path);
+	setenv("POHMELD_TEST_GRANT_HOLD", hold_path, 1);
 	CHECK(start_server("grants", conf, &sp) == 0, "pohmeld starts");
+	unsetenv("POHMELD_TEST_GRANT_HOLD");
 	snprintf(conf, sizeof(conf),
 		 "export / %s rw no_root_squash\nstate-dir %s/state2\n"
 		 "key-file none\ngrant-lease %d\n", exp_dir, base,
@@ -548,6 +769,7 @@ int main(int argc, char **argv)
 	t_mutual();
 	t_disconnect();
 	t_local();
+	t_race();
 	CHECK(stop_server(&sp) == 0 && stop_server(&sp2) == 0,
 	      "SIGTERM: clean exits");
 	if (!tap_fail) {
