@@ -132,16 +132,17 @@ static bool dcache_append(struct pohmel_dcache *dc, const char *name,
 	return true;
 }
 
+/* The entry named @name; a removed one (a hole) too if @holes. */
 static struct dc_ent *dcache_find(struct pohmel_dcache *dc, const char *name,
-				  u32 namelen)
+				  u32 namelen, bool holes)
 {
 	u32 hash = full_name_hash(NULL, name, namelen), off = 0;
 	struct dc_ent *e;
 
 	while (off < dc->len) {
 		e = (struct dc_ent *)(dc->buf + off);
-		if (!e->dead && e->hash == hash && e->namelen == namelen &&
-		    !memcmp(e->name, name, namelen))
+		if ((holes || !e->dead) && e->hash == hash &&
+		    e->namelen == namelen && !memcmp(e->name, name, namelen))
 			return e;
 		off += DC_ENT_SIZE(e->namelen);
 	}
@@ -190,7 +191,7 @@ int pohmel_dcache_lookup(struct inode *dir, const struct qstr *name,
 
 	if (!dc)
 		return -ENOENT;
-	e = dcache_find(dc, name->name, name->len);
+	e = dcache_find(dc, name->name, name->len, false);
 	if (e && oid) {
 		oid->id = e->ino;
 		oid->gen = e->gen;
@@ -202,15 +203,27 @@ int pohmel_dcache_lookup(struct inode *dir, const struct qstr *name,
 /*
  * Our own create/link/rename put @name in @dir (i_rwsem exclusive): the
  * listing, if any, gains it. A new, empty directory of ours starts one.
+ * A name removed before (a rename over it, say) comes back in its old
+ * place: a reader of the listing that passed it must not list it twice.
  */
 void pohmel_dcache_add(struct inode *dir, const struct qstr *name,
 		       const struct pohmel_fattr *fa)
 {
 	u64 epoch = pohmel_grant_epoch(dir);
 	struct pohmel_dcache *dc = dcache_get(dir, epoch);
+	struct dc_ent *e;
 
 	if (!dc)
 		return;
+	e = dcache_find(dc, name->name, name->len, true);
+	if (e) {
+		e->ino = fa->oid.id;
+		e->gen = fa->oid.gen;
+		e->type = fs_umode_to_dtype(fa->mode);
+		e->dead = 0;
+		pohmel_dcache_put(dc);
+		return;
+	}
 	if (!dcache_append(dc, name->name, name->len, &fa->oid,
 			   fs_umode_to_dtype(fa->mode))) {
 		pohmel_dcache_put(dc);
@@ -230,7 +243,7 @@ void pohmel_dcache_remove(struct inode *dir, const struct qstr *name)
 
 	if (!dc)
 		return;
-	e = dcache_find(dc, name->name, name->len);
+	e = dcache_find(dc, name->name, name->len, false);
 	if (e)
 		e->dead = 1;
 	pohmel_dcache_put(dc);
