@@ -146,15 +146,17 @@ static int pohmel_d_revalidate(POHMEL_D_REVALIDATE_PARAMS)
 	 * which holds a grant. Only with i_rwsem: listings change under it
 	 * held exclusive, and a caller may hold it already (hence trylock).
 	 */
+	take_dentry_name_snapshot(&snap, dentry);
 	if (e0 && inode_trylock_shared(parent)) {
 		struct pohmel_foid oid;
 
-		ret = listed(parent, &dentry->d_name, e0, &oid);
+		ret = listed(parent, &snap.name, e0, &oid);
 		inode_unlock_shared(parent);
 		if ((ret == 0 && !inode) ||
 		    (ret == 1 && inode && POHMEL_I(inode)->oid.id == oid.id &&
 		     POHMEL_I(inode)->oid.gen == oid.gen &&
 		     pohmel_grant(inode, NULL) != POHMEL_GRANT_NONE)) {
+			release_dentry_name_snapshot(&snap);
 			atomic64_inc(&sbi->stats.dentry_hits);
 			set_dentry_epoch(dentry, parent, e0);
 			dput(pd);
@@ -162,7 +164,6 @@ static int pohmel_d_revalidate(POHMEL_D_REVALIDATE_PARAMS)
 		}
 	}
 	atomic64_inc(&sbi->stats.dentry_misses);
-	take_dentry_name_snapshot(&snap, dentry);
 	err = pohmel_rpc_lookup(&sbi->conn, &POHMEL_I(parent)->oid,
 				snap.name.name, snap.name.len, &fa);
 	release_dentry_name_snapshot(&snap);
