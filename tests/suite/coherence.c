@@ -7,8 +7,8 @@
  * every change is made there instead, and each client must see it within
  * --bound-ms (the documented bound for local changes); the time each took
  * is reported.
- * Usage: coherence [--trials N] [--seed S] [--export DIR [--bound-ms MS]]
- *                  DIR1 DIR2 [DIR3 DIR4]
+ * Usage: coherence [--trials N] [--seed S] [--all-observers]
+ *                  [--export DIR [--bound-ms MS]] DIR1 DIR2 [DIR3 DIR4]
  */
 #include "tap.h"
 
@@ -37,7 +37,7 @@ static struct slot model[SLOTS];
 static const char *dir[MAXCLIENTS + 1];
 static int nclients, exp_view = -1;
 static unsigned long long seed, bound_ns = 1000000000ULL;
-static int trial, quiet;
+static int trial, quiet, all_observers;
 /* export mode: how long each client took to see each change, in us */
 static unsigned long *lat;
 static size_t nlat;
@@ -354,7 +354,7 @@ static int cmp_ul(const void *x, const void *y)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: coherence [--trials N] [--seed S] [--export DIR [--bound-ms MS]] DIR1 DIR2 [DIR3 DIR4]\n");
+	fprintf(stderr, "usage: coherence [--trials N] [--seed S] [--all-observers] [--export DIR [--bound-ms MS]] DIR1 DIR2 [DIR3 DIR4]\n");
 	exit(2);
 }
 
@@ -371,6 +371,8 @@ int main(int argc, char **argv)
 			seed = strtoull(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--export") && i + 1 < argc)
 			export = argv[++i];
+		else if (!strcmp(argv[i], "--all-observers"))
+			all_observers = 1;
 		else if (!strcmp(argv[i], "--bound-ms") && i + 1 < argc)
 			bound_ns = strtoull(argv[++i], NULL, 0) * 1000000ULL;
 		else if (strcmp(argv[i], "--local"))
@@ -392,15 +394,23 @@ int main(int argc, char **argv)
 		seed = 1;
 	tap_init();
 	umask(0);
-	tap_diag("seed %llu, %d trials, %d clients%s (rerun: coherence --seed %llu --trials %d ...)", seed, trials,
-		 nclients, export ? ", changes made in the export" : "", seed, trials);
+	tap_diag("seed %llu, %d trials, %d clients%s%s (rerun: coherence --seed %llu --trials %d ...)", seed, trials,
+		 nclients, export ? ", changes made in the export" : "",
+		 all_observers ? ", all observe" : ", one random observer", seed, trials);
 	unsigned long long t0 = now_ns();
 	for (trial = 0; trial < trials; trial++) {
 		int op = (int)rnd_below(&seed, NOPS), s2;
 		int a = export ? exp_view : (int)rnd_below(&seed, (unsigned long)nclients);
-		/* warm every observer's cache of every slot the op may touch */
+		/* the observer: any client but the writer (-1: all of them) */
+		int b = (int)rnd_below(&seed, (unsigned long)(export ? nclients : nclients - 1));
+
+		if (!export && b >= a)
+			b++;
+		if (all_observers)
+			b = -1;
+		/* warm the observers' caches of every slot the op may touch */
 		for (int m = 0; m < nclients; m++)
-			for (int s = 0; m != a && s < SLOTS; s++)
+			for (int s = 0; m != a && (b < 0 || m == b) && s < SLOTS; s++)
 				warm(m, s);
 		int s = do_op(op, a, &s2);
 		if (s < 0) {
@@ -419,7 +429,8 @@ int main(int argc, char **argv)
 			if (!verify(a, targets[k], op, NULL))
 				ok = 0;
 			for (int m = 0; m < nclients; m++)
-				if (m != a && !settle(m, targets[k], op, have ? &sa : NULL, tc))
+				if (m != a && (b < 0 || m == b) &&
+				    !settle(m, targets[k], op, have ? &sa : NULL, tc))
 					ok = 0;
 		}
 		if (!ok)
