@@ -7,7 +7,7 @@
  * every change is made there instead, and each client must see it within
  * --bound-ms (the documented bound for local changes); the time each took
  * is reported.
- * Usage: coherence [--trials N] [--seed S] [--all-observers]
+ * Usage: coherence [--trials N] [--seed S] [--one-observer]
  *                  [--export DIR [--bound-ms MS]] DIR1 DIR2 [DIR3 DIR4]
  */
 #include "tap.h"
@@ -37,7 +37,7 @@ static struct slot model[SLOTS];
 static const char *dir[MAXCLIENTS + 1];
 static int nclients, exp_view = -1;
 static unsigned long long seed, bound_ns = 1000000000ULL;
-static int trial, quiet, all_observers;
+static int trial, quiet, one_observer;
 /* export mode: how long each client took to see each change, in us */
 static unsigned long *lat;
 static size_t nlat;
@@ -203,7 +203,9 @@ static int do_op(int op, int a, int *s2)
 		unsigned char buf[4096];
 		rnd_fill(buf, len);
 		fd = open(path(a, s), O_WRONLY | (op == OP_APPEND ? O_APPEND : 0));
-		if (fd < 0 || pwrite(fd, buf, len, (off_t)off) != (ssize_t)len)
+		if (fd < 0)
+			complain(op, s, "open for writing on %s: %s", vname(a), strerror(errno));
+		else if (pwrite(fd, buf, len, (off_t)off) != (ssize_t)len)
 			complain(op, s, "write on %s: %s", vname(a), strerror(errno));
 		if (fd >= 0)
 			close(fd);
@@ -354,7 +356,7 @@ static int cmp_ul(const void *x, const void *y)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: coherence [--trials N] [--seed S] [--all-observers] [--export DIR [--bound-ms MS]] DIR1 DIR2 [DIR3 DIR4]\n");
+	fprintf(stderr, "usage: coherence [--trials N] [--seed S] [--one-observer] [--export DIR [--bound-ms MS]] DIR1 DIR2 [DIR3 DIR4]\n");
 	exit(2);
 }
 
@@ -371,8 +373,8 @@ int main(int argc, char **argv)
 			seed = strtoull(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--export") && i + 1 < argc)
 			export = argv[++i];
-		else if (!strcmp(argv[i], "--all-observers"))
-			all_observers = 1;
+		else if (!strcmp(argv[i], "--one-observer"))
+			one_observer = 1;
 		else if (!strcmp(argv[i], "--bound-ms") && i + 1 < argc)
 			bound_ns = strtoull(argv[++i], NULL, 0) * 1000000ULL;
 		else if (strcmp(argv[i], "--local"))
@@ -396,7 +398,7 @@ int main(int argc, char **argv)
 	umask(0);
 	tap_diag("seed %llu, %d trials, %d clients%s%s (rerun: coherence --seed %llu --trials %d ...)", seed, trials,
 		 nclients, export ? ", changes made in the export" : "",
-		 all_observers ? ", all observe" : ", one random observer", seed, trials);
+		 one_observer ? ", one random observer" : ", all observe", seed, trials);
 	unsigned long long t0 = now_ns();
 	for (trial = 0; trial < trials; trial++) {
 		int op = (int)rnd_below(&seed, NOPS), s2;
@@ -406,7 +408,7 @@ int main(int argc, char **argv)
 
 		if (!export && b >= a)
 			b++;
-		if (all_observers)
+		if (!one_observer)
 			b = -1;
 		/* warm the observers' caches of every slot the op may touch */
 		for (int m = 0; m < nclients; m++)
