@@ -74,14 +74,7 @@ done
 for j in $(printf '%s\n' "${!pid[@]}" | sort); do
 	wait "${pid[$j]}"
 	rc=$?
-	while IFS= read -r line; do
-		case $line in
-		"ok "*) pass "coherence ${desc[$j]}: ${line#ok * - }" ;;
-		"not ok "*) fail "coherence ${desc[$j]}: ${line#not ok * - }" ;;
-		"1.."* | "# "[0-9]*" passed"*) ;;
-		*) echo "$line" ;;
-		esac
-	done <"$scratch/$j.tap"
+	relay_tap "coherence ${desc[$j]}: " "$scratch/$j.tap"
 	[ "$rc" = 0 ] || grep -q '^not ok' "$scratch/$j.tap" ||
 		fail "coherence ${desc[$j]}: exited with status $rc"
 done

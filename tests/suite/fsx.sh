@@ -20,14 +20,7 @@ for k in $(seq 1 "$streams"); do
 	rc=$?
 	out=$scratch/fsx.out.$k
 	[ "$streams" = 1 ] || echo "# stream $k of $streams:"
-	while IFS= read -r line; do
-		case $line in
-		"ok "*) pass "${line#ok * - }" ;;
-		"not ok "*) fail "${line#not ok * - }" ;;
-		"1.."* | "# "[0-9]*" passed"*) ;;
-		*) echo "$line" ;;
-		esac
-	done <"$out"
+	relay_tap "" "$out"
 	if [ "$rc" != 0 ]; then
 		ok=0
 		grep -q '^not ok' "$out" || fail "fsx: stream $k exited with status $rc"
