@@ -76,6 +76,17 @@ static size_t cbucket(uint64_t id)
 	return (size_t)(mix(id) % CHANGE_BUCKETS);
 }
 
+/* Must hold change_mu. id's entry, or NULL. */
+static struct change_ent *find_locked(uint64_t id)
+{
+	struct change_ent *e;
+
+	for (e = ctab[cbucket(id)]; e; e = e->next)
+		if (e->id == id)
+			break;
+	return e;
+}
+
 void change_init(uint64_t boot_gen)
 {
 	uint64_t r = 0;
@@ -114,9 +125,7 @@ uint64_t change_bump(uint64_t id, uint64_t *prev)
 	uint64_t tag = 0;
 
 	pthread_mutex_lock(&change_mu);
-	for (e = ctab[cbucket(id)]; e; e = e->next)
-		if (e->id == id)
-			break;
+	e = find_locked(id);
 	if (prev)
 		*prev = e ? e->tag : 0;
 	if (!e) {
@@ -160,9 +169,7 @@ bool change_moved(uint64_t id, uint64_t since, uint64_t own)
 	bool moved;
 
 	pthread_mutex_lock(&change_mu);
-	for (e = ctab[cbucket(id)]; e; e = e->next)
-		if (e->id == id)
-			break;
+	e = find_locked(id);
 	moved = reset_at >= since ||
 		(e && e->tag >= since && e->tag != own);
 	pthread_mutex_unlock(&change_mu);
@@ -175,11 +182,9 @@ uint64_t change_of(uint64_t id, const struct stat *st)
 	struct change_ent *e;
 
 	pthread_mutex_lock(&change_mu);
-	for (e = ctab[cbucket(id)]; e; e = e->next)
-		if (e->id == id) {
-			tag = e->tag;
-			break;
-		}
+	e = find_locked(id);
+	if (e)
+		tag = e->tag;
 	gen = resets;
 	pthread_mutex_unlock(&change_mu);
 	ct = (uint64_t)st->st_ctim.tv_sec * 1000000000ULL +
