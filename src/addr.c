@@ -20,7 +20,8 @@ static struct pohmel_handle *file_handle(struct file *file,
 {
 	struct pohmel_handle *h = file ? file->private_data : NULL;
 
-	if (h) {
+	/* a write-only file's handle cannot READ the rest of a page */
+	if (h && (h->flags & want) == want) {
 		kref_get(&h->ref);
 		return h;
 	}

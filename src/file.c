@@ -133,9 +133,22 @@ static int pohmel_open(struct inode *inode, struct file *file)
 	INIT_LIST_HEAD(&h->list);
 	h->conn = pohmel_conn(inode);
 	h->oid = pi->oid;
+	/*
+	 * A write smaller than a page reads the rest of it first: a
+	 * write-only opener that may read gets a handle that can, and one
+	 * that may not writes through (pohmel_write_iter).
+	 */
 	h->flags = flags;
+	if (flags == POHMEL_OPEN_WRITE &&
+	    !pohmel_permission_noidmap(inode, MAY_READ))
+		h->flags = POHMEL_OPEN_ALL;
 	/* close-to-open: OPEN returns fresh attributes */
-	err = pohmel_rpc_open(h->conn, &pi->oid, flags, &h->handle, &fa);
+	err = pohmel_rpc_open(h->conn, &pi->oid, h->flags, &h->handle, &fa);
+	if (err == -EACCES && h->flags != flags) {
+		h->flags = flags;
+		err = pohmel_rpc_open(h->conn, &pi->oid, flags, &h->handle,
+				      &fa);
+	}
 	if (err) {
 		kfree(h);
 		return err;
@@ -296,6 +309,7 @@ static ssize_t write_through(struct kiocb *iocb, struct iov_iter *from)
 static ssize_t pohmel_write_iter(struct kiocb *iocb, struct iov_iter *from)
 {
 	struct inode *inode = file_inode(iocb->ki_filp);
+	struct pohmel_handle *h = iocb->ki_filp->private_data;
 	ssize_t ret;
 
 	inode_lock(inode);
@@ -310,9 +324,11 @@ static ssize_t pohmel_write_iter(struct kiocb *iocb, struct iov_iter *from)
 		goto out;
 	/*
 	 * An append is written through: buffered, it would land at a size
-	 * another client's append has already moved on the server.
+	 * another client's append has already moved on the server. So is
+	 * a write through a handle that cannot read a partial page in.
 	 */
-	if (direct_io(iocb) || (iocb->ki_flags & IOCB_APPEND)) {
+	if (direct_io(iocb) || (iocb->ki_flags & IOCB_APPEND) ||
+	    !(h->flags & POHMEL_OPEN_READ)) {
 		ret = write_through(iocb, from);
 		goto out;
 	}

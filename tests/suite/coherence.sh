@@ -62,12 +62,13 @@ check "netns: a file written on mount 1 reads back on the namespace's mount" sh 
 
 # --- the trials: JOBS runs of each kind at once ---
 per=$(((trials + jobs - 1) / jobs))
+xargs=${POHMEL_COHERENCE_ARGS:-}	# e.g. --one-observer
 declare -A pid desc
 for k in $(seq 1 "$jobs"); do
 	mkdir "$g1/c$k" "$g1/e$k" || fail "mkdir $g1/c$k $g1/e$k"
-	"$bin/coherence" --trials "$per" "$g1/c$k" "$g2/c$k" "$g3/c$k" >"$scratch/c$k.tap" 2>&1 &
+	"$bin/coherence" --trials "$per" $xargs "$g1/c$k" "$g2/c$k" "$g3/c$k" >"$scratch/c$k.tap" 2>&1 &
 	pid[c$k]=$! desc[c$k]="clients (mount 1, mount 2, netns) run $k"
-	"$bin/coherence" --trials "$per" --export "$ex/e$k" "$g1/e$k" "$g2/e$k" "$g3/e$k" \
+	"$bin/coherence" --trials "$per" $xargs --export "$ex/e$k" "$g1/e$k" "$g2/e$k" "$g3/e$k" \
 		>"$scratch/e$k.tap" 2>&1 &
 	pid[e$k]=$! desc[e$k]="export to clients run $k"
 done

@@ -95,6 +95,19 @@ static int as_a(void *arg)
 	CHECK_ERR(open(p1("pm/open/a0070"), O_RDONLY), EACCES, "perm: owner with only group bits -> EACCES");
 	CHECK_OK(chmod(p1("pm/open/a0404"), 0604), "perm: owner may chmod own file");
 	CHECK_OK(write_file(p1("pm/open/a0404"), "x", 1, 0, 0), "perm: and then write it");
+	/*
+	 * A write-only open writing inside an uncached page: the rest of
+	 * the page must come from the server (or the write go through).
+	 */
+	static const char *const wo[] = { "pm/open/a0600", "pm/open/a0200" };
+	for (unsigned int i = 0; i < 2; i++) {
+		int fd = open(p1(wo[i]), O_WRONLY);
+		ssize_t n = fd < 0 ? -1 : pwrite(fd, "X", 1, 3);
+		int e = errno;
+		tap_check(n == 1 && close(fd) == 0,
+			  "perm: O_WRONLY one-byte write inside %s's uncached page (%s)",
+			  wo[i], n == 1 ? "ok" : strerror(e));
+	}
 	return 0;
 }
 
@@ -147,8 +160,22 @@ void test_perm(void)
 	tap_check(rc == 0, "perm: checks as uid %d ran (status %d)", UID_B, rc);
 	tap_check(stat(p1("pm/open/bfile"), &st) == 0 && st.st_gid == GID_B && st.st_uid == UID_B,
 		  "perm: chgrp by the owner seen by root on mount 1");
+	/* written through mount 2: mount 1's pages of them are recalled */
+	bad = mkfile("pm/open/a0600", UID_A, GID_A, 0600);
+	bad |= mkfile("pm/open/a0200", UID_A, GID_A, 0200);
+	bad |= write_file(p2("pm/open/a0600"), "0123456789", 10, O_TRUNC, 0) < 0;
+	bad |= write_file(p2("pm/open/a0200"), "0123456789", 10, O_TRUNC, 0) < 0;
+	tap_check(!bad, "perm: setup of files for write-only opens");
 	rc = as_user(UID_A, GID_A, as_a, NULL);
 	tap_check(rc == 0, "perm: checks as uid %d ran (status %d)", UID_A, rc);
+	for (unsigned int i = 0; i < 2; i++) {
+		const char *name = i ? "pm/open/a0200" : "pm/open/a0600";
+		char buf[16] = "";
+		ssize_t n = read_file(p2(name), buf, sizeof(buf) - 1);
+
+		tap_check(n == 10 && !memcmp(buf, "012X456789", 10),
+			  "perm: %s after the write-only write, via mount 2: \"%s\"", name, buf);
+	}
 
 	/* root writing a SUID file keeps the bits (CAP_FSETID) */
 	mkfile("pm/open/rsuid", UID_A, GID_A, 06755);
