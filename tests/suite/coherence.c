@@ -7,7 +7,11 @@
  * every change is made there instead, and each client must see it within
  * --bound-ms (the documented bound for local changes); the time each took
  * is reported.
- * Usage: coherence [--trials N] [--seed S] [--one-observer]
+ * Which clients observe a trial (are warmed before the change and checked
+ * after it): --observers all (every client but the writer), one (one at
+ * random), some (a random non-empty subset; the default). A client left
+ * out keeps what it cached earlier, and must drop it when recalled.
+ * Usage: coherence [--trials N] [--seed S] [--observers all|one|some]
  *                  [--export DIR [--bound-ms MS]] DIR1 DIR2 [DIR3 DIR4]
  */
 #include "tap.h"
@@ -37,7 +41,10 @@ static struct slot model[SLOTS];
 static const char *dir[MAXCLIENTS + 1];
 static int nclients, exp_view = -1;
 static unsigned long long seed, bound_ns = 1000000000ULL;
-static int trial, quiet, one_observer;
+static int trial, quiet;
+enum observers { OBS_SOME, OBS_ALL, OBS_ONE };
+static enum observers observers;
+static const char *const obsname[] = {"a random subset", "all", "one at random"};
 /* export mode: how long each client took to see each change, in us */
 static unsigned long *lat;
 static size_t nlat;
@@ -354,9 +361,35 @@ static int cmp_ul(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
+/* The clients that observe a trial whose writer is a, as a bit mask. */
+static unsigned int pick_observers(int a)
+{
+	unsigned int all = ((1U << nclients) - 1) & ~(1U << a), obs;
+	int n = 0, k;
+
+	for (int m = 0; m < nclients; m++)
+		n += !!(all & 1U << m);
+	switch (observers) {
+	case OBS_ALL:
+		return all;
+	case OBS_ONE:
+		k = (int)rnd_below(&seed, (unsigned long)n);
+		for (int m = 0; m < nclients; m++)
+			if ((all & 1U << m) && k-- == 0)
+				return 1U << m;
+		return all;
+	case OBS_SOME:
+		break;
+	}
+	do
+		obs = all & (unsigned int)rnd_next(&seed);
+	while (!obs);
+	return obs;
+}
+
 static void usage(void)
 {
-	fprintf(stderr, "usage: coherence [--trials N] [--seed S] [--one-observer] [--export DIR [--bound-ms MS]] DIR1 DIR2 [DIR3 DIR4]\n");
+	fprintf(stderr, "usage: coherence [--trials N] [--seed S] [--observers all|one|some] [--export DIR [--bound-ms MS]] DIR1 DIR2 [DIR3 DIR4]\n");
 	exit(2);
 }
 
@@ -374,7 +407,19 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--export") && i + 1 < argc)
 			export = argv[++i];
 		else if (!strcmp(argv[i], "--one-observer"))
-			one_observer = 1;
+			observers = OBS_ONE;
+		else if (!strcmp(argv[i], "--observers") && i + 1 < argc) {
+			const char *o = argv[++i];
+
+			if (!strcmp(o, "all"))
+				observers = OBS_ALL;
+			else if (!strcmp(o, "one"))
+				observers = OBS_ONE;
+			else if (!strcmp(o, "some"))
+				observers = OBS_SOME;
+			else
+				usage();
+		}
 		else if (!strcmp(argv[i], "--bound-ms") && i + 1 < argc)
 			bound_ns = strtoull(argv[++i], NULL, 0) * 1000000ULL;
 		else if (strcmp(argv[i], "--local"))
@@ -396,23 +441,18 @@ int main(int argc, char **argv)
 		seed = 1;
 	tap_init();
 	umask(0);
-	tap_diag("seed %llu, %d trials, %d clients%s%s (rerun: coherence --seed %llu --trials %d ...)", seed, trials,
+	tap_diag("seed %llu, %d trials, %d clients%s%s%s (rerun: coherence --seed %llu --trials %d ...)", seed, trials,
 		 nclients, export ? ", changes made in the export" : "",
-		 one_observer ? ", one random observer" : ", all observe", seed, trials);
+		 ", observers: ", obsname[observers], seed, trials);
 	unsigned long long t0 = now_ns();
 	for (trial = 0; trial < trials; trial++) {
 		int op = (int)rnd_below(&seed, NOPS), s2;
 		int a = export ? exp_view : (int)rnd_below(&seed, (unsigned long)nclients);
-		/* the observer: any client but the writer (-1: all of them) */
-		int b = (int)rnd_below(&seed, (unsigned long)(export ? nclients : nclients - 1));
+		unsigned int obs = pick_observers(a);
 
-		if (!export && b >= a)
-			b++;
-		if (!one_observer)
-			b = -1;
 		/* warm the observers' caches of every slot the op may touch */
 		for (int m = 0; m < nclients; m++)
-			for (int s = 0; m != a && (b < 0 || m == b) && s < SLOTS; s++)
+			for (int s = 0; (obs & 1U << m) && s < SLOTS; s++)
 				warm(m, s);
 		int s = do_op(op, a, &s2);
 		if (s < 0) {
@@ -431,7 +471,7 @@ int main(int argc, char **argv)
 			if (!verify(a, targets[k], op, NULL))
 				ok = 0;
 			for (int m = 0; m < nclients; m++)
-				if (m != a && (b < 0 || m == b) &&
+				if ((obs & 1U << m) &&
 				    !settle(m, targets[k], op, have ? &sa : NULL, tc))
 					ok = 0;
 		}
