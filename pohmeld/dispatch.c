@@ -66,6 +66,7 @@ static const struct op_desc ops[POHMEL_OP_MAX] = {
 	[POHMEL_OP_BYE]		= { op_bye, 0 },
 	[POHMEL_OP_STATS]	= { op_stats, 0 },
 	[POHMEL_OP_RECALL_ACK]	= { op_recall_ack, 0 },
+	[POHMEL_OP_RELEASE]	= { op_release, 0 },
 };
 
 /* Write the reply header in front of r's payload. */
@@ -208,7 +209,8 @@ static int do_hello(struct conn *c, const struct msg *m, uint8_t *out,
 		    uint32_t *outlen)
 {
 	const uint8_t *b = m->body;
-	uint64_t feats, ours = POHMEL_FEAT_BATCH | POHMEL_FEAT_GRANTS;
+	uint64_t feats, ours = POHMEL_FEAT_BATCH | POHMEL_FEAT_GRANTS |
+			 POHMEL_FEAT_RELEASE;
 	uint8_t *p = out + POHMEL_HDR_SIZE;
 	struct req r = { .m = m, .len = POHMEL_HELLO_SIZE };
 	uint32_t status = 0, max;

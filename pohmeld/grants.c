@@ -90,6 +90,7 @@ static pthread_mutex_t grants_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t grants_cv;	/* an ack, a holder gone, shutdown */
 static struct gobj *tab[BUCKETS];	/* under grants_mu */
 static uint64_t next_recall = 1;	/* under grants_mu */
+static size_t nholders, nwatched;	/* under grants_mu: for STATS */
 static bool stopping;			/* under grants_mu */
 atomic_int grant_conns;			/* connections with FEAT_GRANTS */
 static const char *test_hold_path;	/* set before any connection */
@@ -143,8 +144,10 @@ static void maybe_free(struct gobj *o)
 
 	if (o->holders || o->busy)
 		return;
-	if (o->wd >= 0)
+	if (o->wd >= 0) {
 		notify_unwatch(o->wd);
+		nwatched--;
+	}
 	for (pp = &tab[bucket(o->oid.id)]; *pp; pp = &(*pp)->next) {
 		if (*pp == o) {
 			*pp = o->next;
@@ -177,6 +180,7 @@ static void holder_del(struct gobj *o, struct holder *h)
 	}
 	conn_put(h->c);
 	free(h);
+	nholders--;
 }
 
 static bool expired(const struct timespec *dl, const struct timespec *now)
@@ -550,6 +554,7 @@ static bool watch(struct gobj *o, int fd, const struct wattr *a)
 		o->wd = -1;
 		return false;
 	}
+	nwatched++;
 	return true;
 }
 
@@ -613,8 +618,10 @@ void grant_fill(struct req *r, int fd, struct wattr *a)
 	 * and watch the new inode below.
 	 */
 	if (o->oid.gen && o->oid.gen != a->oid.gen) {
-		if (o->wd >= 0)
+		if (o->wd >= 0) {
 			notify_unwatch(o->wd);
+			nwatched--;
+		}
 		o->wd = -1;
 		recall_holders(o, &rm);
 	}
@@ -655,6 +662,7 @@ void grant_fill(struct req *r, int fd, struct wattr *a)
 		h->c = r->c;
 		h->next = o->holders;
 		o->holders = h;
+		nholders++;
 	}
 	/*
 	 * While a recall is pending the holder may still be flushing what
@@ -691,6 +699,48 @@ int op_recall_ack(struct req *r)
 	}
 	pthread_mutex_unlock(&grants_mu);
 	return 0;
+}
+
+/*
+ * The client dropped its cache of these objects: its grants end, a
+ * pending recall of them counts as acked (a requester may go on). In
+ * order with the connection's other requests (pohmel_proto.h), so a grant
+ * a later request got is not taken.
+ */
+int op_release(struct req *r)
+{
+	const struct msg *m = r->m;
+	bool woke = false;
+	struct holder *h;
+	struct gobj *o;
+	struct woid oid;
+	uint32_t i;
+
+	if (!r->c || !(r->c->features & POHMEL_FEAT_GRANTS))
+		return 0;
+	pthread_mutex_lock(&grants_mu);
+	for (i = 0; i < m->count; i++) {
+		woid_get(m->body + (size_t)i * POHMEL_OID_SIZE, &oid);
+		o = find(oid.id, false);
+		h = o ? holder_of(o, r->c) : NULL;
+		if (!h)
+			continue;
+		woke |= h->recall_id != 0;
+		holder_del(o, h);
+		maybe_free(o);
+	}
+	if (woke)
+		pthread_cond_broadcast(&grants_cv);
+	pthread_mutex_unlock(&grants_mu);
+	return 0;
+}
+
+void grants_counts(size_t *holders, size_t *watched)
+{
+	pthread_mutex_lock(&grants_mu);
+	*holders = nholders;
+	*watched = nwatched;
+	pthread_mutex_unlock(&grants_mu);
 }
 
 /* A connection is gone: its grants with it, at once. */
@@ -759,6 +809,7 @@ void grants_watch_gone(uint64_t id, int wd)
 	o = find(id, false);
 	if (o && o->wd == wd) {
 		o->wd = -1;
+		nwatched--;
 		while (o->holders)
 			holder_del(o, o->holders);
 		maybe_free(o);

@@ -350,6 +350,8 @@ int grants_begin(struct req *r, bool may_wait);
 void grants_end(struct req *r);
 void grant_fill(struct req *r, int fd, struct wattr *a);
 int op_recall_ack(struct req *r);
+int op_release(struct req *r);
+void grants_counts(size_t *holders, size_t *watched);
 void grants_conn_gone(struct conn *c);
 void grants_local_change(uint64_t id);
 void grants_watch_gone(uint64_t id, int wd);

@@ -272,6 +272,12 @@ static int parse_body(struct msg *m)
 		return 0;
 	case POHMEL_OP_BATCH:
 		return 0;	/* inner messages are parsed one by one */
+	case POHMEL_OP_RELEASE:
+		if (!m->blen || m->blen % POHMEL_OID_SIZE ||
+		    m->blen > POHMEL_RELEASE_MAX * POHMEL_OID_SIZE)
+			return PROTO_DROP;
+		m->count = m->blen / POHMEL_OID_SIZE;
+		return 0;
 	case POHMEL_OP_RECALL_ACK:
 		NEED(POHMEL_RECALL_SIZE);
 		woid_get(b, &m->oid);

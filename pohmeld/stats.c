@@ -24,7 +24,7 @@ static const char *const names[POHMEL_OP_MAX] = {
 	[POHMEL_OP_REMOVEXATTR] = "removexattr", [POHMEL_OP_LOCK] = "lock",
 	[POHMEL_OP_BATCH] = "batch", [POHMEL_OP_RECALL] = "recall",
 	[POHMEL_OP_RECALL_ACK] = "recall_ack", [POHMEL_OP_BYE] = "bye",
-	[POHMEL_OP_STATS] = "stats",
+	[POHMEL_OP_STATS] = "stats", [POHMEL_OP_RELEASE] = "release",
 };
 
 const char *op_name(unsigned int op)
@@ -34,7 +34,7 @@ const char *op_name(unsigned int op)
 
 size_t stats_format(char *buf, size_t cap)
 {
-	size_t n = 0;
+	size_t n = 0, holders, watched;
 	unsigned int i;
 
 #define EMIT(...) do { \
@@ -48,6 +48,9 @@ size_t stats_format(char *buf, size_t cap)
 	EMIT("clients_total %llu\n", (unsigned long long)stats.conns_total);
 	EMIT("sessions %d\n", sessions_count());
 	EMIT("objects %zu\n", oid_count());
+	grants_counts(&holders, &watched);
+	EMIT("grants %zu\n", holders);
+	EMIT("watches %zu\n", watched);
 	EMIT("bytes_read %llu\n", (unsigned long long)stats.bytes_read);
 	EMIT("bytes_written %llu\n",
 	     (unsigned long long)stats.bytes_written);

@@ -465,7 +465,7 @@ static void recall_work(struct work_struct *work)
 	memcpy(pohmel_req_append(ack, POHMEL_RECALL_SIZE), w->body,
 	       POHMEL_RECALL_SIZE);
 	pohmel_req_set_hdr(ack);
-	ack->tag = POHMEL_TAG_RECALL_ACK;
+	ack->tag = POHMEL_TAG_NOWAIT;
 	mutex_lock(&c->send_mutex);
 	spin_lock(&c->lock);
 	same = c->sock && c->gen == w->gen;
@@ -482,6 +482,132 @@ static void recall_work(struct work_struct *work)
 out:
 	atomic_dec(&c->nr_recalls);
 	kfree(w);
+}
+
+/* ---- grants given back ------------------------------------------------ */
+
+struct pohmel_release_ent {
+	struct list_head list;
+	u64 id;
+	u64 oid_gen;
+	u32 gen;			/* the connection's */
+};
+
+/*
+ * The inode of (@id, @gen), granted on connection @conn_gen, was
+ * evicted: give the
+ * grant back, so that the server neither keeps watching the object nor
+ * recalls it from us. Called from eviction (perhaps in reclaim): no
+ * sleeping, no waiting for the network; lost if memory is short (the
+ * server then keeps a grant we do not use, as before RELEASE existed).
+ */
+void pohmel_conn_release(struct pohmel_conn *c, u64 id, u64 gen, u32 conn_gen)
+{
+	struct pohmel_release_ent *e;
+
+	if (!(READ_ONCE(c->sess.features) & POHMEL_FEAT_RELEASE) ||
+	    conn_gen != READ_ONCE(c->gen))
+		return;
+	e = kmalloc(sizeof(*e), GFP_NOWAIT | __GFP_NOWARN);
+	if (!e)
+		return;
+	e->id = id;
+	e->oid_gen = gen;
+	e->gen = conn_gen;
+	spin_lock(&c->release_lock);
+	list_add_tail(&e->list, &c->release_list);
+	spin_unlock(&c->release_lock);
+	queue_work(c->recall_wq, &c->release_work);
+}
+
+/*
+ * Send what eviction queued, POHMEL_RELEASE_MAX oids per RELEASE. Each
+ * object goes into the recall ring (to NONE) and the RELEASE onto the
+ * socket under one hold of send_mutex: a request stamped before that
+ * (the ring caps its reply's grant) was stamped before the RELEASE went
+ * out, and one stamped after goes out after it, so the server, which
+ * runs a connection's requests in order, runs it after the RELEASE and
+ * its grant stands.
+ */
+static void release_work(struct work_struct *work)
+{
+	struct pohmel_conn *c = container_of(work, struct pohmel_conn,
+					     release_work);
+	struct pohmel_release_ent *e, *tmp;
+	struct pohmel_recall_rec *r;
+	struct pohmel_oid *w;
+	struct pohmel_req *req;
+	LIST_HEAD(batch);
+	bool more = true;
+	unsigned int n;
+	u32 gen;
+
+	while (more) {
+		req = pohmel_req_alloc(c, POHMEL_OP_RELEASE,
+				       POHMEL_RELEASE_MAX * POHMEL_OID_SIZE,
+				       false);
+		if (!req)
+			return;		/* the next eviction tries again */
+		mutex_lock(&c->send_mutex);
+		spin_lock(&c->lock);
+		gen = c->sock ? c->gen : 0;
+		spin_unlock(&c->lock);
+		n = 0;
+		spin_lock(&c->release_lock);
+		list_for_each_entry_safe(e, tmp, &c->release_list, list) {
+			if (n == POHMEL_RELEASE_MAX)
+				break;
+			list_move_tail(&e->list, &batch);
+			/* a lost connection took its grants with it */
+			if (e->gen == gen)
+				n++;
+		}
+		more = !list_empty(&c->release_list);
+		spin_unlock(&c->release_lock);
+		if (n) {
+			spin_lock(&c->recall_lock);
+			list_for_each_entry(e, &batch, list) {
+				if (e->gen != gen)
+					continue;
+				c->recall_seq++;
+				r = &c->recall_ring[c->recall_seq %
+						    POHMEL_RECALL_RING];
+				r->id = e->id;
+				r->seq = c->recall_seq;
+				r->to = POHMEL_GRANT_NONE;
+				w = pohmel_req_append(req, POHMEL_OID_SIZE);
+				w->id = cpu_to_be64(e->id);
+				w->gen = cpu_to_be64(e->oid_gen);
+			}
+			spin_unlock(&c->recall_lock);
+			pohmel_req_set_hdr(req);
+			req->tag = POHMEL_TAG_NOWAIT;
+			if (!send_req(c, req)) {
+				atomic64_inc(&c->stats.ops[POHMEL_OP_RELEASE]);
+				atomic64_add(n, &c->stats.releases);
+			}
+		}
+		mutex_unlock(&c->send_mutex);
+		pohmel_req_put(req);
+		list_for_each_entry_safe(e, tmp, &batch, list) {
+			list_del(&e->list);
+			kfree(e);
+		}
+	}
+}
+
+static void release_drop_all(struct pohmel_conn *c)
+{
+	struct pohmel_release_ent *e, *tmp;
+	LIST_HEAD(all);
+
+	spin_lock(&c->release_lock);
+	list_splice_init(&c->release_list, &all);
+	spin_unlock(&c->release_lock);
+	list_for_each_entry_safe(e, tmp, &all, list) {
+		list_del(&e->list);
+		kfree(e);
+	}
 }
 
 /*
@@ -574,9 +700,10 @@ static int recv_one(struct pohmel_conn *c, struct socket *sock)
 	req = entry;
 	if (!req || req->state != POHMEL_RS_SENT) {
 		spin_unlock(&c->lock);
-		/* the answer to an ack the recall work sent and forgot */
-		if (tag == POHMEL_TAG_RECALL_ACK &&
-		    be16_to_cpu(h.op) == POHMEL_OP_RECALL_ACK && !len)
+		/* the answer to an ack or RELEASE sent and forgotten */
+		if (tag == POHMEL_TAG_NOWAIT && !len &&
+		    (be16_to_cpu(h.op) == POHMEL_OP_RECALL_ACK ||
+		     be16_to_cpu(h.op) == POHMEL_OP_RELEASE))
 			goto out_free;
 		/* a tag never sent on this socket, or answered already */
 		goto proto;
@@ -691,6 +818,9 @@ int pohmel_conn_init(struct pohmel_conn *c)
 {
 	spin_lock_init(&c->lock);
 	spin_lock_init(&c->recall_lock);
+	spin_lock_init(&c->release_lock);
+	INIT_LIST_HEAD(&c->release_list);
+	INIT_WORK(&c->release_work, release_work);
 	init_waitqueue_head(&c->recalls_idle);
 	atomic_set(&c->recalls_active, 0);
 	INIT_LIST_HEAD(&c->queue);
@@ -753,6 +883,7 @@ void pohmel_conn_stop(struct pohmel_conn *c)
 		destroy_workqueue(c->recall_wq);	/* drains it first */
 		c->recall_wq = NULL;
 	}
+	release_drop_all(c);
 	fail_all(c, -EIO);
 	xa_destroy(&c->tags);
 }

@@ -75,6 +75,7 @@ struct pohmel_conn_stats {
 	atomic64_t recall_acks;		/* RECALL_ACKs sent */
 	atomic64_t recall_ns;		/* sum of arrival-to-ack times */
 	atomic64_t recall_max_ns;	/* the longest of them */
+	atomic64_t releases;		/* grants given back (oids in RELEASE) */
 };
 
 /*
@@ -104,13 +105,14 @@ struct pohmel_session {
 
 /*
  * Tags: 1..POHMEL_TAG_MAX for requests that wait for their reply;
- * POHMEL_TAG_RECALL_ACK for the acks the recall work sends and forgets.
+ * POHMEL_TAG_NOWAIT for what is sent and forgotten: the recall work's
+ * acks, the release work's RELEASEs.
  * A request given up while on the wire leaves POHMEL_TAG_GONE in the tag
  * table until its reply comes or the socket goes, so that a reply to a
  * tag never sent (or answered twice) can be told from a late one.
  */
 #define POHMEL_TAG_MAX		0xfffffffeU
-#define POHMEL_TAG_RECALL_ACK	0xffffffffU
+#define POHMEL_TAG_NOWAIT	0xffffffffU
 #define POHMEL_TAG_GONE		xa_mk_value(0)
 
 /* Unacknowledged RECALLs one connection may queue before it is dropped. */
@@ -171,6 +173,14 @@ struct pohmel_conn {
 	spinlock_t recall_lock;
 	u64 recall_seq;			/* RECALLs received, ever */
 	struct pohmel_recall_rec recall_ring[POHMEL_RECALL_RING];
+	/*
+	 * Grants to give back (evicted inodes), sent by release_work on
+	 * recall_wq. release_lock protects release_list and its entries;
+	 * taken alone (under no other lock of the conn).
+	 */
+	spinlock_t release_lock;
+	struct list_head release_list;
+	struct work_struct release_work;
 
 	struct sockaddr_storage addr;
 	int addrlen;
@@ -200,6 +210,7 @@ static inline bool pohmel_conn_grants(struct pohmel_conn *c)
 
 /* conn.c */
 int pohmel_conn_init(struct pohmel_conn *c);
+void pohmel_conn_release(struct pohmel_conn *c, u64 id, u64 gen, u32 conn_gen);
 u32 pohmel_conn_grant_cap(struct pohmel_conn *c, u64 id, u64 stamp,
 			  u32 grant);
 int pohmel_conn_start(struct pohmel_conn *c);

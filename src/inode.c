@@ -81,10 +81,20 @@ void pohmel_free_inode(struct inode *inode)
 
 void pohmel_evict_inode(struct inode *inode)
 {
+	struct pohmel_inode *pi = POHMEL_I(inode);
+
 	truncate_inode_pages_final(&inode->i_data);
 	clear_inode(inode);
 	pohmel_drop_idle_handles(inode);
-	WARN_ON_ONCE(!list_empty(&POHMEL_I(inode)->handles));
+	WARN_ON_ONCE(!list_empty(&pi->handles));
+	/*
+	 * Nothing cached of it any more: the grant goes back (not at
+	 * unmount, where the connection's end takes every grant).
+	 */
+	if ((inode->i_sb->s_flags & SB_ACTIVE) &&
+	    pohmel_grant(inode, NULL) != POHMEL_GRANT_NONE)
+		pohmel_conn_release(pohmel_conn(inode), pi->oid.id,
+				    pi->oid.gen, pi->grant_gen);
 }
 
 /*

@@ -47,7 +47,7 @@ static void __init pohmel_check_layout(void)
 	BUILD_BUG_ON(offsetof(struct pohmel_attr, mode) != 88);
 	BUILD_BUG_ON(offsetof(struct pohmel_hello, nonce) != 48);
 	BUILD_BUG_ON(offsetof(struct pohmel_dirent, cookie) != 120);
-	BUILD_BUG_ON(POHMEL_OP_MAX != 33);
+	BUILD_BUG_ON(POHMEL_OP_MAX != 34);
 	BUILD_BUG_ON(pohmel_groups_size(POHMEL_MAX_GROUPS) > 136);
 }
 

@@ -115,8 +115,9 @@
 #define POHMEL_FEAT_AUTH	(1ULL << 0)	/* HMAC challenge-response */
 #define POHMEL_FEAT_GRANTS	(1ULL << 1)	/* coherent cache grants + RECALL */
 #define POHMEL_FEAT_BATCH	(1ULL << 2)	/* POHMEL_OP_BATCH */
+#define POHMEL_FEAT_RELEASE	(1ULL << 3)	/* POHMEL_OP_RELEASE */
 #define POHMEL_FEAT_ALL		(POHMEL_FEAT_AUTH | POHMEL_FEAT_GRANTS | \
-				 POHMEL_FEAT_BATCH)
+				 POHMEL_FEAT_BATCH | POHMEL_FEAT_RELEASE)
 
 /* hdr.flags */
 #define POHMEL_HF_REPLY		0x0001	/* this is a reply to hdr.tag */
@@ -159,6 +160,7 @@ enum pohmel_op {
 	POHMEL_OP_RECALL_ACK	= 30,
 	POHMEL_OP_BYE		= 31,	/* client ends its session cleanly */
 	POHMEL_OP_STATS		= 32,	/* server counters, as text */
+	POHMEL_OP_RELEASE	= 33,	/* client gives grants back */
 	POHMEL_OP_MAX			/* new opcodes go above this line */
 };
 
@@ -623,5 +625,17 @@ struct pohmel_recall {
 #define POHMEL_RECALL_SIZE	32
 
 /* STATS: empty request; reply is NUL-free text "name value\n" lines. */
+
+/*
+ * RELEASE (with POHMEL_FEAT_RELEASE and _GRANTS): 1..POHMEL_RELEASE_MAX
+ * struct pohmel_oid, objects whose cache the client dropped (an evicted
+ * inode): the connection's grant on each ends, as if recalled to NONE and
+ * acked (a pending recall of it counts as acked). Answered with an empty
+ * reply the client need not wait for. The server executes a connection's
+ * requests in order, so a grant given by a reply to a request sent after
+ * the RELEASE stands; the client caps replies to requests it sent before
+ * it (they may carry grants the RELEASE ended), as after a RECALL.
+ */
+#define POHMEL_RELEASE_MAX	32
 
 #endif /* POHMEL_PROTO_H */

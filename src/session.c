@@ -91,7 +91,7 @@ int pohmel_session_handshake(struct pohmel_conn *c, struct socket *sock)
 	int err;
 
 	if (c->grants)
-		want |= POHMEL_FEAT_GRANTS;
+		want |= POHMEL_FEAT_GRANTS | POHMEL_FEAT_RELEASE;
 	get_random_bytes(nonce_c, sizeof(nonce_c));
 	memset(&hello, 0, sizeof(hello));
 	hello.magic = cpu_to_be32(POHMEL_MAGIC);

@@ -25,6 +25,7 @@ static const char * const op_names[POHMEL_OP_MAX] = {
 	[POHMEL_OP_LOCK] = "lock",	[POHMEL_OP_BATCH] = "batch",
 	[POHMEL_OP_RECALL] = "recall",	[POHMEL_OP_RECALL_ACK] = "recall_ack",
 	[POHMEL_OP_BYE] = "bye",	[POHMEL_OP_STATS] = "stats",
+	[POHMEL_OP_RELEASE] = "release",
 };
 
 #define S(name, v) seq_printf(m, "\t" name ": %lld\n", (long long)atomic64_read(v))
@@ -49,6 +50,7 @@ int pohmel_show_stats(struct seq_file *m, struct dentry *root)
 	S("proto_errors", &cs->proto_errors);
 	S("recalls", &cs->recalls);
 	S("recall_acks", &cs->recall_acks);
+	S("grant_releases", &cs->releases);
 	S("recall_ack_ns_total", &cs->recall_ns);
 	S("recall_ack_ns_max", &cs->recall_max_ns);
 	S("recall_drops", &vs->recall_drops);

@@ -735,6 +735,107 @@ static void t_race(void)
 	cl_close(&c);
 }
 
+/* STATS' "name N" line, or -1. */
+static long stat_of(struct pc *c, const char *name)
+{
+	static char buf[8192];
+	size_t n = strlen(name);
+	char *p;
+
+	if (pc_stats(c, buf, sizeof(buf)))
+		return -1;
+	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, name, n) && p[n] == ' ')
+			return atol(p + n + 1);
+	return -1;
+}
+
+static int release(struct pc *c, const struct woid *o, uint32_t n)
+{
+	uint8_t b[(POHMEL_RELEASE_MAX + 1) * POHMEL_OID_SIZE];
+	uint32_t i, k = 0;
+
+	for (i = 0; i < n; i++)
+		k += pc_enc_oid(b + k, o);
+	return pc_call(c, POHMEL_OP_RELEASE, b, k, NULL, 0, NULL);
+}
+
+/* A gives grants back: no recall for them, a pending one counts as acked,
+ * a grant got after the RELEASE stands; bad lengths drop the connection. */
+static void t_release(void)
+{
+	struct pc a, b, x;
+	struct pc_recall rc;
+	struct wattr f, g, t;
+	uint32_t st = 1;
+	long h0, h1, w1;
+	double t0, dt;
+
+	CHECK(gopen(&a, &sp, true) == 0 && gopen(&b, &sp, true) == 0 &&
+	      !(a.features & POHMEL_FEAT_RELEASE), "RELEASE not without asking");
+	cl_close(&a);
+	CHECK(pc_init(&a) == 0 && (a.want_features = POHMEL_FEAT_GRANTS |
+				   POHMEL_FEAT_RELEASE) &&
+	      pc_connect(&a, "127.0.0.1", sp.port) == 0 &&
+	      pc_handshake(&a) == 0 && (a.features & POHMEL_FEAT_RELEASE),
+	      "FEAT_RELEASE negotiated");
+	CHECK(mkfile(&b, "rl1", &f) == 0 && mkfile(&b, "rl2", &g) == 0 &&
+	      pc_getattr(&a, &f.oid, &t) == 0 && t.grant &&
+	      pc_getattr(&a, &g.oid, &t) == 0 && t.grant,
+	      "A holds rl1 and rl2");
+	h0 = stat_of(&b, "grants");
+	CHECK(release(&a, &f.oid, 1) == 0, "RELEASE rl1: empty reply");
+	h1 = stat_of(&b, "grants");
+	CHECK(h0 > 0 && h1 == h0 - 1, "the server holds one grant less (%ld, then %ld)", h0, h1);
+	CHECK(pc_write(&b, &f.oid, 0, 0, "b", 1, 0, NULL) == 0 &&
+	      pc_next_recall(&a, 300, &rc) == -ETIMEDOUT,
+	      "B writes rl1: no RECALL to A");
+
+	/* a RECALL pending: the RELEASE acks it */
+	t0 = now_s();
+	CHECK(send_write(&b, &g.oid, 120) == 0 &&
+	      pc_next_recall(&a, 10000, &rc) == 0 && rc.oid.id == g.oid.id,
+	      "B writes rl2: RECALL to A");
+	CHECK(no_reply(&b, 120), "B waits for A");
+	CHECK(release(&a, &g.oid, 1) == 0 && reply_grant(&b, 120, &st) >= 0 &&
+	      st == 0, "A releases rl2 instead of acking: B answered");
+	dt = now_s() - t0;
+	CHECK(dt < LEASE_LONG / 2, "by the RELEASE, not the lease (%.2f s)", dt);
+	w1 = stat_of(&b, "watches");
+	CHECK(w1 >= 0, "STATS reports watches (%ld)", w1);
+
+	/* a grant got after the RELEASE (same connection, in order) stands */
+	CHECK(pc_getattr(&a, &f.oid, &t) == 0 && t.grant &&
+	      release(&a, &f.oid, 1) == 0 &&
+	      pc_getattr(&a, &f.oid, &t) == 0 &&
+	      t.grant == POHMEL_GRANT_SHARED, "GETATTR, RELEASE, GETATTR: SHARED");
+	CHECK(send_write(&b, &f.oid, 121) == 0 &&
+	      pc_next_recall(&a, 10000, &rc) == 0 && rc.oid.id == f.oid.id &&
+	      pc_recall_ack(&a, &rc) == 0 && reply_grant(&b, 121, &st) >= 0 &&
+	      st == 0, "so B's write recalls it");
+	CHECK(release(&a, &f.oid, POHMEL_RELEASE_MAX) == 0,
+	      "RELEASE of %d oids (not held: nothing to do)", POHMEL_RELEASE_MAX);
+
+	/* malformed: the connection is dropped */
+	CHECK(gopen(&x, &sp, true) == 0, "C: grant session");
+	CHECK(release(&x, &f.oid, POHMEL_RELEASE_MAX + 1) != 0 &&
+	      pc_ping(&x) != 0, "RELEASE of %d oids: dropped", POHMEL_RELEASE_MAX + 1);
+	cl_close(&x);
+	CHECK(gopen(&x, &sp, true) == 0 &&
+	      pc_call(&x, POHMEL_OP_RELEASE, "12345678", 8, NULL, 0, NULL) != 0 &&
+	      pc_ping(&x) != 0, "RELEASE of 8 bytes: dropped");
+	cl_close(&x);
+	CHECK(gopen(&x, &sp, true) == 0 &&
+	      pc_call(&x, POHMEL_OP_RELEASE, NULL, 0, NULL, 0, NULL) != 0 &&
+	      pc_ping(&x) != 0, "empty RELEASE: dropped");
+	cl_close(&x);
+	CHECK(gopen(&x, &sp, false) == 0 && release(&x, &g.oid, 1) == 0 &&
+	      pc_ping(&x) == 0, "RELEASE without grants: harmless");
+	cl_close(&x);
+	cl_close(&a);
+	cl_close(&b);
+}
+
 int main(int argc, char **argv)
 {
 	char conf[1024];
@@ -770,6 +871,7 @@ int main(int argc, char **argv)
 	t_disconnect();
 	t_local();
 	t_race();
+	t_release();
 	CHECK(stop_server(&sp) == 0 && stop_server(&sp2) == 0,
 	      "SIGTERM: clean exits");
 	if (!tap_fail) {

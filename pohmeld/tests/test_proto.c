@@ -84,6 +84,16 @@ static void requests(void)
 	CHECK(parse(POHMEL_OP_STATS, b, 0) == 0, "STATS");
 	CHECK(parse(POHMEL_OP_BYE, b, 0) == 0, "BYE");
 	CHECK(parse(POHMEL_OP_PING, b, 1) == PROTO_DROP, "PING with body drops");
+	memset(b, 2, POHMEL_OID_SIZE * (POHMEL_RELEASE_MAX + 1));
+	CHECK(parse(POHMEL_OP_RELEASE, b, POHMEL_OID_SIZE) == 0 && m.count == 1,
+	      "RELEASE of one oid");
+	CHECK(parse(POHMEL_OP_RELEASE, b, POHMEL_OID_SIZE * POHMEL_RELEASE_MAX) == 0 &&
+	      m.count == POHMEL_RELEASE_MAX, "RELEASE of POHMEL_RELEASE_MAX oids");
+	CHECK(parse(POHMEL_OP_RELEASE, b, 0) == PROTO_DROP &&
+	      parse(POHMEL_OP_RELEASE, b, POHMEL_OID_SIZE + 1) == PROTO_DROP &&
+	      parse(POHMEL_OP_RELEASE, b, POHMEL_OID_SIZE - 1) == PROTO_DROP &&
+	      parse(POHMEL_OP_RELEASE, b, POHMEL_OID_SIZE * (POHMEL_RELEASE_MAX + 1)) == PROTO_DROP,
+	      "RELEASE: empty, ragged or too many oids drops");
 
 	n = pc_enc_oid(b, &o);
 	CHECK(parse(POHMEL_OP_GETATTR, b, n) == 0 &&

@@ -184,6 +184,44 @@ else
 	fail "grants: ... with at most 3 requests, one directory relisted (sent $((c1 - c0)), relisted $((rl1 - rl0)))"
 	diag "before: $ops_before" "after:  $(ops_of "$POHMEL_MNT1")"
 fi
+
+# --- an evicted inode's grant goes back (RELEASE) ---
+# 12 x 17 entries, 12 directories, tree and big: 218 objects mount 1 holds
+srv_stat() { pohmel 127.0.0.1 stats | awk -v k="$1" '$1 == k { print $2; f = 1 } END { if (!f) print "missing" }'; }
+walk
+g0=$(srv_stat grants) w0=$(srv_stat watches) rel0=$(mstat "$POHMEL_MNT1" grant_releases)
+drop_caches
+released() {	# the release work runs after eviction: give it 10 s
+	local i
+	for i in $(seq 1 100); do
+		[ $(($(mstat "$POHMEL_MNT1" grant_releases) - rel0)) -ge 200 ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+check "grants: after drop_caches mount 1 gave back at least 200 grants" released
+unwatched() {	# mount 2, which made the tree, gives its grants back too
+	local i
+	for i in $(seq 1 100); do
+		[ "$(srv_stat watches)" -le $((w0 - 150)) ] 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+unwatched
+g1=$(srv_stat grants) w1n=$(srv_stat watches)
+diag "mount 1 grant_releases $rel0 -> $(mstat "$POHMEL_MNT1" grant_releases); server grants $g0 -> $g1, watches $w0 -> $w1n"
+if [ "$g1" -le $((g0 - 200)) ] 2>/dev/null && [ "$w1n" -le $((w0 - 150)) ] 2>/dev/null; then
+	pass "grants: ... and the server holds and watches that many fewer"
+else
+	fail "grants: ... and the server holds and watches that many fewer (grants $g0 -> $g1, watches $w0 -> $w1n)"
+fi
+r0=$(mstat "$POHMEL_MNT1" recalls)
+printf 'after the release\n' >>"$w2/tree/d7/f7"
+r1=$(mstat "$POHMEL_MNT1" recalls)
+check "grants: an append through mount 2 to a released file recalls nothing from mount 1 ($((r1 - r0)) recalls)" \
+	test "$r1" = "$r0"
+check "grants: ... and mount 1 reads the new content" cross_ok
 rm -rf "$w1/tree"
 
 # --- closed files keep idle handles only up to a bound ---
