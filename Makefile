@@ -11,7 +11,7 @@ DEMO_SUITE ?= bookworm
 # TCG fit CI's time; --scale 2 doubles only the per-group time limits,
 # since every workload size is set explicitly. Full sizes: SUITE_ARGS=.
 SUITE_ARGS ?= --scale 2 --set POHMEL_READDIR_N=2000 --set POHMEL_FSX_OPS=100000 \
-	--set POHMEL_COHERENCE_TRIALS=2000 --set POHMEL_STRESS_SECONDS=20 \
+	--set POHMEL_COHERENCE_TRIALS=10000 --set POHMEL_STRESS_SECONDS=20 \
 	--set POHMEL_TOOLS_TREE=/usr/include/linux
 export POHMEL_CACHE
 

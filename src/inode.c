@@ -114,10 +114,29 @@ static int pohmel_test_inode(struct inode *inode, void *data)
 	return pi->oid.id == fa->oid.id && pi->oid.gen == fa->oid.gen;
 }
 
-/* A RECALL names the object by id: every incarnation of it is meant. */
-static int pohmel_test_id(struct inode *inode, void *data)
+/*
+ * A RECALL names the object by id: every incarnation of it is meant (an
+ * unlinked but open file and the new object under its reused number are
+ * cached side by side). The ones already handled are skipped.
+ */
+#define POHMEL_RECALL_INCARNATIONS	8
+struct recall_match {
+	u64 id;
+	unsigned int n;
+	struct inode *done[POHMEL_RECALL_INCARNATIONS];
+};
+
+static int pohmel_test_recall(struct inode *inode, void *data)
 {
-	return POHMEL_I(inode)->oid.id == *(u64 *)data;
+	const struct recall_match *m = data;
+	unsigned int i;
+
+	if (POHMEL_I(inode)->oid.id != m->id)
+		return 0;
+	for (i = 0; i < m->n; i++)
+		if (m->done[i] == inode)
+			return 0;
+	return 1;
 }
 
 static int pohmel_set_inode(struct inode *inode, void *data)
@@ -325,20 +344,12 @@ static bool attrs_fresh(struct inode *inode)
  * another client's ack. What is left is marked stale and dropped by the
  * next read (pohmel_revalidate_mapping).
  */
-void pohmel_recall_inode(struct super_block *sb,
-			 const struct pohmel_recall *rec)
+static void recall_one(struct inode *inode, u32 to)
 {
-	struct pohmel_sb_info *sbi = POHMEL_SB(sb);
-	u64 id = be64_to_cpu(rec->oid.id);
-	u32 to = be32_to_cpu(rec->to);
+	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
+	struct pohmel_inode *pi = POHMEL_I(inode);
 	struct pohmel_dcache *dc = NULL;
-	struct pohmel_inode *pi;
-	struct inode *inode;
 
-	inode = ilookup5(sb, id, pohmel_test_id, &id);
-	if (!inode)
-		return;
-	pi = POHMEL_I(inode);
 	spin_lock(&pi->lock);
 	if (to != POHMEL_GRANT_SHARED) {
 		pi->grant = POHMEL_GRANT_NONE;
@@ -363,7 +374,26 @@ void pohmel_recall_inode(struct super_block *sb,
 		forget_all_cached_acls(inode);
 		pohmel_drop_idle_handles(inode);
 	}
-	iput(inode);
+}
+
+void pohmel_recall_inode(struct super_block *sb,
+			 const struct pohmel_recall *rec)
+{
+	struct recall_match m = { .id = be64_to_cpu(rec->oid.id) };
+	u32 to = be32_to_cpu(rec->to);
+	struct inode *inode;
+	unsigned int i;
+
+	/* the references held until the end keep done[] from being reused */
+	while (m.n < POHMEL_RECALL_INCARNATIONS) {
+		inode = ilookup5(sb, m.id, pohmel_test_recall, &m);
+		if (!inode)
+			break;
+		recall_one(inode, to);
+		m.done[m.n++] = inode;
+	}
+	for (i = 0; i < m.n; i++)
+		iput(m.done[i]);
 }
 
 /* Fetch attributes unless the cached ones are still fresh (or @force). */
