@@ -494,12 +494,12 @@ struct pohmel_release_ent {
 };
 
 /*
- * The inode of (@id, @gen), granted on connection @conn_gen, was
- * evicted: give the
- * grant back, so that the server neither keeps watching the object nor
- * recalls it from us. Called from eviction (perhaps in reclaim): no
- * sleeping, no waiting for the network; lost if memory is short (the
- * server then keeps a grant we do not use, as before RELEASE existed).
+ * The inode of (@id, @gen), granted on connection @conn_gen, was evicted:
+ * give the grant back, so that the server neither keeps watching the
+ * object nor recalls it from us. Called from eviction (perhaps in
+ * reclaim): no sleeping, no waiting for the network; lost if memory is
+ * short (the server then keeps a grant we do not use, which costs only a
+ * needless RECALL later).
  */
 void pohmel_conn_release(struct pohmel_conn *c, u64 id, u64 gen, u32 conn_gen)
 {
