@@ -62,7 +62,7 @@ check "netns: a file written on mount 1 reads back on the namespace's mount" sh 
 
 # --- the trials: JOBS runs of each kind at once ---
 per=$(((trials + jobs - 1) / jobs))
-xargs=${POHMEL_COHERENCE_ARGS:-}	# e.g. --one-observer
+xargs=${POHMEL_COHERENCE_ARGS:-}	# e.g. "--observers all"
 declare -A pid desc
 for k in $(seq 1 "$jobs"); do
 	mkdir "$g1/c$k" "$g1/e$k" || fail "mkdir $g1/c$k $g1/e$k"
