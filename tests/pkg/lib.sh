@@ -23,7 +23,11 @@ pkg_ensure_root() {
 # (never rm -rf a tree with /proc or /dev mounted in it).
 pkg_no_mounts() {
 	local d
+	# nothing can be mounted below a path that does not exist (and
+	# readlink -f prints nothing when its parent is missing too)
+	[ -e "$1" ] || return 0
 	d=$(readlink -f "$1")
+	[ -n "$d" ] || pkg_die "cannot resolve $1"
 	if awk -v d="$d" '$5 == d || index($5, d "/") == 1 { found = 1 } END { exit !found }' \
 		/proc/self/mountinfo; then
 		pkg_die "something is mounted below $d; unmount it first"
