@@ -90,7 +90,6 @@ static pthread_mutex_t grants_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t grants_cv;	/* an ack, a holder gone, shutdown */
 static struct gobj *tab[BUCKETS];	/* under grants_mu */
 static uint64_t next_recall = 1;	/* under grants_mu */
-static size_t nholders, nwatched;	/* under grants_mu: for STATS */
 static bool stopping;			/* under grants_mu */
 atomic_int grant_conns;			/* connections with FEAT_GRANTS */
 static const char *test_hold_path;	/* set before any connection */
@@ -144,10 +143,8 @@ static void maybe_free(struct gobj *o)
 
 	if (o->holders || o->busy)
 		return;
-	if (o->wd >= 0) {
+	if (o->wd >= 0)
 		notify_unwatch(o->wd);
-		nwatched--;
-	}
 	for (pp = &tab[bucket(o->oid.id)]; *pp; pp = &(*pp)->next) {
 		if (*pp == o) {
 			*pp = o->next;
@@ -180,7 +177,6 @@ static void holder_del(struct gobj *o, struct holder *h)
 	}
 	conn_put(h->c);
 	free(h);
-	nholders--;
 }
 
 static bool expired(const struct timespec *dl, const struct timespec *now)
@@ -554,7 +550,6 @@ static bool watch(struct gobj *o, int fd, const struct wattr *a)
 		o->wd = -1;
 		return false;
 	}
-	nwatched++;
 	return true;
 }
 
@@ -618,10 +613,8 @@ void grant_fill(struct req *r, int fd, struct wattr *a)
 	 * and watch the new inode below.
 	 */
 	if (o->oid.gen && o->oid.gen != a->oid.gen) {
-		if (o->wd >= 0) {
+		if (o->wd >= 0)
 			notify_unwatch(o->wd);
-			nwatched--;
-		}
 		o->wd = -1;
 		recall_holders(o, &rm);
 	}
@@ -662,7 +655,6 @@ void grant_fill(struct req *r, int fd, struct wattr *a)
 		h->c = r->c;
 		h->next = o->holders;
 		o->holders = h;
-		nholders++;
 	}
 	/*
 	 * While a recall is pending the holder may still be flushing what
@@ -735,11 +727,22 @@ int op_release(struct req *r)
 	return 0;
 }
 
+/* For STATS (rare): counted, not kept up to date on every change. */
 void grants_counts(size_t *holders, size_t *watched)
 {
+	struct holder *h;
+	struct gobj *o;
+	size_t i;
+
+	*holders = *watched = 0;
 	pthread_mutex_lock(&grants_mu);
-	*holders = nholders;
-	*watched = nwatched;
+	for (i = 0; i < BUCKETS; i++) {
+		for (o = tab[i]; o; o = o->next) {
+			*watched += o->wd >= 0;
+			for (h = o->holders; h; h = h->next)
+				(*holders)++;
+		}
+	}
 	pthread_mutex_unlock(&grants_mu);
 }
 
@@ -809,7 +812,6 @@ void grants_watch_gone(uint64_t id, int wd)
 	o = find(id, false);
 	if (o && o->wd == wd) {
 		o->wd = -1;
-		nwatched--;
 		while (o->holders)
 			holder_del(o, o->holders);
 		maybe_free(o);

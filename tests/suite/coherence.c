@@ -365,10 +365,8 @@ static int cmp_ul(const void *x, const void *y)
 static unsigned int pick_observers(int a)
 {
 	unsigned int all = ((1U << nclients) - 1) & ~(1U << a), obs;
-	int n = 0, k;
+	int n = __builtin_popcount(all), k;
 
-	for (int m = 0; m < nclients; m++)
-		n += !!(all & 1U << m);
 	switch (observers) {
 	case OBS_ALL:
 		return all;

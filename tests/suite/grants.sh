@@ -46,6 +46,8 @@ srv_ops() {
 	pohmel 127.0.0.1 stats | awk '/^op_/ && $1 !~ /^op_(hello|auth|stats|bye|statfs)$/ { s += $2 } END { print s + 0 }'
 }
 srv_detail() { pohmel 127.0.0.1 stats | grep '^op_' | tr '\n' ' '; }
+# srv_stat KEY: one counter of the server's (grants, watches, ...)
+srv_stat() { pohmel 127.0.0.1 stats | awk -v k="$1" '$1 == k { print $2; f = 1 } END { if (!f) print "missing" }'; }
 now_ms() { date +%s%3N; }
 
 walk() {	# a full metadata walk and a full read of the tree on mount 1
@@ -187,28 +189,15 @@ fi
 
 # --- an evicted inode's grant goes back (RELEASE) ---
 # 12 x 17 entries, 12 directories, tree and big: 218 objects mount 1 holds
-srv_stat() { pohmel 127.0.0.1 stats | awk -v k="$1" '$1 == k { print $2; f = 1 } END { if (!f) print "missing" }'; }
 walk
 g0=$(srv_stat grants) w0=$(srv_stat watches) rel0=$(mstat "$POHMEL_MNT1" grant_releases)
 drop_caches
-released() {	# the release work runs after eviction: give it 10 s
-	local i
-	for i in $(seq 1 100); do
-		[ $(($(mstat "$POHMEL_MNT1" grant_releases) - rel0)) -ge 200 ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-check "grants: after drop_caches mount 1 gave back at least 200 grants" released
-unwatched() {	# mount 2, which made the tree, gives its grants back too
-	local i
-	for i in $(seq 1 100); do
-		[ "$(srv_stat watches)" -le $((w0 - 150)) ] 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
-unwatched
+# the release work runs after eviction: give it 10 s
+released() { [ $(($(mstat "$POHMEL_MNT1" grant_releases) - rel0)) -ge 200 ]; }
+check "grants: after drop_caches mount 1 gave back at least 200 grants" within 10 released
+# mount 2, which made the tree, gives its grants back too
+unwatched() { [ "$(srv_stat watches)" -le $((w0 - 150)) ] 2>/dev/null; }
+within 10 unwatched
 g1=$(srv_stat grants) w1n=$(srv_stat watches)
 diag "mount 1 grant_releases $rel0 -> $(mstat "$POHMEL_MNT1" grant_releases); server grants $g0 -> $g1, watches $w0 -> $w1n"
 if [ "$g1" -le $((g0 - 200)) ] 2>/dev/null && [ "$w1n" -le $((w0 - 150)) ] 2>/dev/null; then

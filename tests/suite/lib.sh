@@ -41,6 +41,18 @@ relay_tap() {
 	done <"$2"
 }
 
+# within SECS CMD...: run CMD every 0.1 s until it succeeds (0) or about
+# SECS have passed (1)
+within() {
+	local n=$(($1 * 10))
+	shift
+	until "$@"; do
+		n=$((n - 1))
+		[ "$n" -gt 0 ] || return 1
+		sleep 0.1
+	done
+}
+
 tap_finish() {
 	rm -f "$T_LOG"
 	echo "1..$T_N"
