@@ -169,6 +169,10 @@ int config_export_line(struct export_cfg *ex, char *args, char *err,
 			ex->all_squash = true;
 		} else if (!strcmp(opt, "no_all_squash")) {
 			ex->all_squash = false;
+		} else if (!strcmp(opt, "trusted_xattrs")) {
+			ex->trusted_xattrs = true;
+		} else if (!strcmp(opt, "no_trusted_xattrs")) {
+			ex->trusted_xattrs = false;
 		} else if (!strncmp(opt, "anonuid=", 8)) {
 			if (parse_u32(opt + 8, &ex->anon_uid))
 				goto bad_value;

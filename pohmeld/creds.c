@@ -9,8 +9,18 @@
  * fowner, ...) from the thread's effective set; going back to 0 restores
  * them, which is why objects are resolved (open_by_handle_at needs
  * CAP_DAC_READ_SEARCH) before creds_enter() and never after.
+ *
+ * That automatic clearing covers only the filesystem capabilities: a
+ * thread serving uid 1000 would still hold CAP_SYS_ADMIN, CAP_SETFCAP,
+ * CAP_SYS_RESOURCE and the rest, enough to write trusted.* or
+ * security.capability xattrs on any file. So, as knfsd does for a
+ * non-root fsuid, creds_enter() empties the thread's effective set for
+ * every caller except an unsquashed root (creds.priv), and creds_leave()
+ * puts it back from the permitted set, which is never touched. capset(2)
+ * on the calling thread is per thread, like the fs ids.
  */
 #include <errno.h>
+#include <linux/capability.h>
 #include <sys/fsuid.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -20,6 +30,9 @@ void creds_squash(const struct export_cfg *ex, struct creds *cr)
 {
 	uint32_t i;
 
+	/* Decided before mapping: anonuid=0 must not make a squashed root
+	 * privileged. */
+	cr->priv = cr->uid == 0 && !ex->all_squash && !ex->root_squash;
 	if (ex->all_squash) {
 		cr->uid = ex->anon_uid;
 		cr->gid = ex->anon_gid;
@@ -37,6 +50,28 @@ void creds_squash(const struct export_cfg *ex, struct creds *cr)
 			cr->groups[i] = ex->anon_gid;
 }
 
+/* The thread's effective set: emptied, or refilled from permitted. */
+static int caps_effective(bool full)
+{
+	struct __user_cap_header_struct h = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+	int i;
+
+	if (syscall(SYS_capget, &h, d))
+		return errno;
+	for (i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
+		d[i].effective = full ? d[i].permitted : 0;
+	if (syscall(SYS_capset, &h, d))
+		return errno;
+	return 0;
+}
+
+/*
+ * The id switches need CAP_SETUID/CAP_SETGID, so the effective set is
+ * emptied last, and refilled first on the way back.
+ */
 int creds_enter(const struct creds *cr)
 {
 	gid_t g[POHMEL_MAX_GROUPS];
@@ -53,8 +88,13 @@ int creds_enter(const struct creds *cr)
 	setfsuid(cr->uid);
 	if ((uint32_t)setfsuid((uid_t)-1) != cr->uid)
 		goto err_gid;
+	/* Never run as the caller with powers it must not have. */
+	if (!cr->priv && caps_effective(false))
+		goto err_uid;
 	return 0;
 
+err_uid:
+	setfsuid(0);
 err_gid:
 	setfsgid(0);
 err_groups:
@@ -64,6 +104,11 @@ err_groups:
 
 void creds_leave(void)
 {
+	int err = caps_effective(true);
+
+	if (err)
+		log_err("cannot restore the thread's capabilities: %s",
+			strerror(err));
 	setfsuid(0);
 	setfsgid(0);
 	syscall(SYS_setgroups, (size_t)0, NULL);

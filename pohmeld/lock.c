@@ -10,13 +10,21 @@
  * never conflict with each other, as on Linux.
  *
  * A LOCK with WAIT that conflicts is parked; its reply is sent by the
- * thread whose unlock (or session end) makes it grantable, through the
- * waiter's connection's send mutex.
+ * thread whose unlock (or session end) makes it grantable: at once if the
+ * waiter's connection can take it, else by a thread of its own within a
+ * lease (as RECALLs are, grants.c), so a waiter that stopped reading
+ * never holds up the unlocker's connection.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include "pohmeld.h"
+
+#ifndef SYS_faccessat2
+#define SYS_faccessat2	439	/* Linux 5.8, one number on every arch */
+#endif
 
 #define NBUCKETS	1024
 #define MAX_LOCKS	100000
@@ -171,6 +179,50 @@ static int apply(struct lobj *o, const struct lk *w)
 	return 0;
 }
 
+struct slow_reply {
+	struct conn *c;		/* referenced */
+	uint8_t buf[POHMEL_HDR_SIZE];
+};
+
+static void *slow_reply_thread(void *arg)
+{
+	struct slow_reply *sr = arg;
+
+	conn_send_bounded(sr->c, sr->buf, sizeof(sr->buf),
+			  srv.cfg.grant_lease * 1000);
+	conn_put(sr->c);
+	free(sr);
+	return NULL;
+}
+
+/* A reply the waiter's connection could not take now: a thread of its
+ * own writes it within a lease, or cuts the connection. */
+static void send_slow(struct conn *c, const uint8_t *buf)
+{
+	struct slow_reply *sr = malloc(sizeof(*sr));
+	pthread_attr_t attr;
+	pthread_t th;
+	int err = ENOMEM;
+
+	if (sr) {
+		sr->c = c;
+		conn_get(c);
+		memcpy(sr->buf, buf, sizeof(sr->buf));
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		pthread_attr_setstacksize(&attr, 256 * 1024);
+		err = pthread_create(&th, &attr, slow_reply_thread, sr);
+		pthread_attr_destroy(&attr);
+		if (!err)
+			return;
+		conn_put(c);
+		free(sr);
+	}
+	/* No thread: bounded here rather than lost. */
+	log_warn("%s: lock reply sent inline: %s", c->peer, strerror(err));
+	conn_send_bounded(c, buf, POHMEL_HDR_SIZE, srv.cfg.grant_lease * 1000);
+}
+
 static void send_reply(struct waiter *w)
 {
 	uint8_t buf[POHMEL_HDR_SIZE];
@@ -182,7 +234,9 @@ static void send_reply(struct waiter *w)
 	if (w->seq && w->s)
 		session_seq_end(w->s, w->seq, w->status, NULL, 0);
 	whdr_put(buf, &h);
-	conn_send(w->c, buf, sizeof(buf));
+	if (conn_send_now(w->c, buf, sizeof(buf),
+			  srv.cfg.grant_lease * 1000) == EAGAIN)
+		send_slow(w->c, buf);
 }
 
 static void free_waiter(struct waiter *w, bool reply)
@@ -224,6 +278,32 @@ static void finish(struct waiter *done, bool reply)
 	}
 }
 
+/*
+ * A lock needs the access its mode implies, as in NFSv4: reading for a
+ * read lock, writing for a write lock, either for a test. An unlock
+ * needs none: it only ever drops the owner's own locks. The check is the
+ * kernel's, for the caller's fsuid (AT_EACCESS), ACLs included.
+ */
+static int lock_access(struct req *r, int fd, uint32_t type, bool test)
+{
+	int err, mode = type == POHMEL_LOCK_WR ? W_OK : R_OK;
+
+	if (type == POHMEL_LOCK_UN && !test)
+		return 0;
+	err = req_caller(r);
+	if (err)
+		return err;
+	if (test)
+		mode = R_OK;
+	if (!syscall(SYS_faccessat2, fd, "", mode, AT_EACCESS | AT_EMPTY_PATH))
+		return 0;
+	err = errno;
+	if (test &&
+	    !syscall(SYS_faccessat2, fd, "", W_OK, AT_EACCESS | AT_EMPTY_PATH))
+		return 0;
+	return err;
+}
+
 int op_lock(struct req *r)
 {
 	const struct msg *m = r->m;
@@ -251,7 +331,10 @@ int op_lock(struct req *r)
 	err = req_obj(r, &m->oid, &fd, &st);	/* ESTALE for a bad gen */
 	if (err)
 		return err;
+	err = lock_access(r, fd, want.type, m->flags & POHMEL_LOCK_TEST);
 	close(fd);
+	if (err)
+		return err;
 
 	pthread_mutex_lock(&lk_mu);
 	o = lobj_get(m->oid.id, want.type != POHMEL_LOCK_UN ||

@@ -231,7 +231,7 @@ int op_create(struct req *r)
 		goto out_dir;
 
 	/* An unsquashed root caller may ask for another owner. */
-	if (r->cr.uid == 0 && (m->uid != 0 || m->gid != r->cr.gid) &&
+	if (r->cr.priv && (m->uid != 0 || m->gid != r->cr.gid) &&
 	    !child_open(dirfd, m->name, &fd)) {
 		if (fchownat(fd, "", m->uid, m->gid, AT_EMPTY_PATH))
 			err = errno;

@@ -7,11 +7,72 @@
  * fgetxattr() and friends refuse O_PATH fds, so the calls name the object
  * by its /proc/self/fd link; the kernel checks permissions against the
  * caller's fsuid exactly as for a local call.
+ *
+ * Only user.* and the POSIX ACL names cross the wire: trusted.* and
+ * security.* (security.capability makes a file privileged when run on
+ * the server) are refused with EOPNOTSUPP and hidden from listings,
+ * unless the export says trusted_xattrs and the caller is unsquashed root.
  */
 #include <errno.h>
+#include <linux/limits.h>
+#include <stdlib.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 #include "pohmeld.h"
+
+static bool has_prefix(const char *name, const char *pfx)
+{
+	return !strncmp(name, pfx, strlen(pfx));
+}
+
+static bool name_allowed(const struct req *r, const char *name)
+{
+	if (has_prefix(name, "user.") ||
+	    !strcmp(name, "system.posix_acl_access") ||
+	    !strcmp(name, "system.posix_acl_default"))
+		return true;
+	return srv.cfg.ex.trusted_xattrs && r->cr.priv &&
+	       (has_prefix(name, "trusted.") || has_prefix(name, "security."));
+}
+
+/*
+ * listxattr() without the names name_allowed() refuses: the whole list
+ * (at most XATTR_LIST_MAX on Linux) is read and filtered, so that a size
+ * query (cap 0) and the listing agree.
+ */
+static ssize_t list_allowed(const struct req *r, const char *path,
+			    char *out, uint32_t cap)
+{
+	char *all = malloc(XATTR_LIST_MAX), *p;
+	ssize_t n, len = 0;
+	size_t l;
+
+	if (!all)
+		return -ENOMEM;
+	n = listxattr(path, all, XATTR_LIST_MAX);
+	if (n < 0) {
+		n = errno == ERANGE ? -E2BIG : -errno;
+		goto out;
+	}
+	for (p = all; p < all + n; p += l + 1) {
+		l = strnlen(p, (size_t)(all + n - p));
+		if (p + l == all + n)
+			break;		/* no terminator: not a name */
+		if (!name_allowed(r, p))
+			continue;
+		if (cap && (size_t)len + l + 1 > cap) {
+			len = -ERANGE;
+			goto out;
+		}
+		if (cap)
+			memcpy(out + len, p, l + 1);
+		len += (ssize_t)l + 1;
+	}
+	n = len;
+out:
+	free(all);
+	return n;
+}
 
 int op_xattr(struct req *r)
 {
@@ -23,6 +84,8 @@ int op_xattr(struct req *r)
 	ssize_t n = 0;
 	int fd, err;
 
+	if (m->hdr.op != POHMEL_OP_LISTXATTR && !name_allowed(r, m->name))
+		return EOPNOTSUPP;
 	err = req_obj(r, &m->oid, &fd, &st);
 	if (err)
 		return err;
@@ -49,14 +112,17 @@ int op_xattr(struct req *r)
 		}
 		cap = MIN(m->count, POHMEL_XATTR_SIZE_MAX);
 		cap = MIN(cap, r->cap - r->len);
-		if (m->hdr.op == POHMEL_OP_GETXATTR)
+		if (m->hdr.op == POHMEL_OP_GETXATTR) {
 			n = getxattr(path, m->name, cap ? r->out + r->len
 							: NULL, cap);
-		else
-			n = listxattr(path, cap ? (char *)r->out + r->len
-						: NULL, cap);
+			if (n < 0)
+				n = -errno;
+		} else {
+			n = list_allowed(r, path, (char *)r->out + r->len,
+					 cap);
+		}
 		if (n < 0) {
-			err = errno;
+			err = (int)-n;
 			break;
 		}
 		put32(p, (uint32_t)n);

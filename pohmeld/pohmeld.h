@@ -73,6 +73,7 @@ struct export_cfg {
 	bool all_squash;
 	uint32_t anon_uid;
 	uint32_t anon_gid;
+	bool trusted_xattrs;	/* trusted.*, security.* for unsquashed root */
 	int nallow;		/* 0: every address allowed */
 	struct cidr allow[MAX_ALLOW];
 };
@@ -132,6 +133,7 @@ struct creds {
 	uint32_t gid;
 	uint32_t ngroups;
 	uint32_t groups[POHMEL_MAX_GROUPS];
+	bool priv;	/* unsquashed root: keeps capabilities (creds_squash) */
 };
 void creds_squash(const struct export_cfg *ex, struct creds *cr);
 int creds_enter(const struct creds *cr);

@@ -297,6 +297,180 @@ static void t_squash(void)
 	CHECK(stop_server(&s2) == 0, "allow-list server stops cleanly");
 }
 
+/* ---- privilege: xattr namespaces, locks need access ---- */
+
+static bool on_disk_xattr(const char *rel, const char *name)
+{
+	char p[300], v[16];
+
+	snprintf(p, sizeof(p), "%s/%s", exp_dir, rel);
+	return getxattr(p, name, v, sizeof(v)) >= 0;
+}
+
+/* The names LISTXATTR returned, as one string "a,b,"; -1 on error. */
+static int list_names(struct pc *c, const struct woid *o, char *out,
+		      size_t n)
+{
+	char buf[1024];
+	uint32_t len = 0, probe = 0, i;
+
+	if (pc_listxattr(c, o, NULL, 0, &probe) ||
+	    pc_listxattr(c, o, buf, sizeof(buf), &len) || probe != len)
+		return -1;
+	out[0] = 0;
+	for (i = 0; i < len; i += (uint32_t)strlen(buf + i) + 1)
+		snprintf(out + strlen(out), n - strlen(out), "%s,", buf + i);
+	return 0;
+}
+
+static void t_privilege(void)
+{
+	static const char cap[] = { 1, 0, 0, 2, 0xc0, 0, 0, 0, 0, 0, 0, 0,
+				    0, 0, 0, 0, 0, 0, 0, 0 };
+	struct wattr f, own;
+	struct srvproc s2;
+	struct pc u, c;
+	char p[300], names[512];
+	int fd;
+
+	/* A root-owned 0755 program and root's private file. */
+	snprintf(p, sizeof(p), "%s/prog", exp_dir);
+	fd = open(p, O_CREAT | O_WRONLY, 0755);
+	close(fd);
+	chmod(p, 0755);
+	CHECK(setxattr(p, "trusted.local", "1", 1, 0) == 0 &&
+	      setxattr(p, "user.local", "1", 1, 0) == 0,
+	      "setup: trusted.local and user.local set in the export");
+
+	CHECK(cl_open(&u, &sp, 1000, 1000) == 0, "connect as uid 1000");
+	CHECK(pc_lookup(&u, &root, "prog", &f) == 0, "uid 1000 LOOKUP prog");
+	CHECK(pc_setxattr(&u, &f.oid, "security.capability", cap, sizeof(cap),
+			  0) == EOPNOTSUPP && !on_disk_xattr("prog",
+							     "security.capability"),
+	      "uid 1000: SETXATTR security.capability on root's 0755 file EOPNOTSUPP, nothing set");
+	CHECK(pc_setxattr(&u, &f.oid, "trusted.t", "1", 1, 0) == EOPNOTSUPP &&
+	      !on_disk_xattr("prog", "trusted.t"),
+	      "uid 1000: SETXATTR trusted.* EOPNOTSUPP, nothing set");
+	CHECK(pc_lookup(&u, &root, "pub", &own) == 0 &&
+	      pc_mkobj(&u, POHMEL_OP_CREATE, &own.oid, "mine", 0644, 0, 0, NULL,
+		       &own, NULL) == 0, "uid 1000 creates its own file");
+	CHECK(pc_setxattr(&u, &own.oid, "trusted.t", "1", 1, 0) == EOPNOTSUPP &&
+	      pc_setxattr(&u, &own.oid, "security.capability", cap,
+			  sizeof(cap), 0) == EOPNOTSUPP &&
+	      !on_disk_xattr("pub/mine", "security.capability"),
+	      "uid 1000: trusted.*/security.* refused on its own file too");
+	CHECK(pc_setxattr(&u, &own.oid, "user.ok", "1", 1, 0) == 0,
+	      "uid 1000: user.* on its own file works");
+	{
+		uint32_t len;
+		char v[8];
+
+		CHECK(pc_getxattr(&u, &f.oid, "trusted.local", v, sizeof(v),
+				  &len) == EOPNOTSUPP,
+		      "uid 1000: GETXATTR trusted.* EOPNOTSUPP");
+	}
+	pc_bye(&u);
+	cl_close(&u);
+
+	/* Unsquashed root without trusted_xattrs: user.* and ACLs only. */
+	CHECK(cl_open(&c, &sp, 0, 0) == 0, "connect as root");
+	CHECK(pc_setxattr(&c, &f.oid, "trusted.t", "1", 1, 0) == EOPNOTSUPP &&
+	      !on_disk_xattr("prog", "trusted.t"),
+	      "root without trusted_xattrs: SETXATTR trusted.* EOPNOTSUPP");
+	CHECK(list_names(&c, &f.oid, names, sizeof(names)) == 0 &&
+	      !strcmp(names, "user.local,"),
+	      "root without trusted_xattrs: LISTXATTR shows user.* only, size query agrees (%s)",
+	      names);
+	cl_close(&c);
+
+	snprintf(conf_buf, sizeof(conf_buf),
+		 "export / %s rw no_root_squash trusted_xattrs\nstate-dir %s/state\nkey-file none\n",
+		 exp_dir, base);
+	CHECK(start_server("trusted", conf_buf, &s2) == 0,
+	      "trusted_xattrs server starts");
+	CHECK(cl_open(&c, &s2, 0, 0) == 0 &&
+	      pc_lookup(&c, &root, "prog", &f) == 0, "connect as root");
+	CHECK(pc_setxattr(&c, &f.oid, "trusted.t", "1", 1, 0) == 0 &&
+	      on_disk_xattr("prog", "trusted.t"),
+	      "trusted_xattrs: unsquashed root SETXATTR trusted.*");
+	CHECK(list_names(&c, &f.oid, names, sizeof(names)) == 0 &&
+	      strstr(names, "trusted.local,") && strstr(names, "trusted.t,"),
+	      "trusted_xattrs: root's LISTXATTR shows trusted.* (%s)", names);
+	CHECK(pc_removexattr(&c, &f.oid, "trusted.t") == 0,
+	      "trusted_xattrs: root REMOVEXATTR trusted.*");
+	cl_close(&c);
+	CHECK(cl_open(&u, &s2, 1000, 1000) == 0 &&
+	      pc_walk(&u, "/pub/mine", &own) == 0, "connect as uid 1000");
+	CHECK(pc_setxattr(&u, &own.oid, "trusted.t", "1", 1, 0) == EOPNOTSUPP,
+	      "trusted_xattrs: uid 1000 still refused trusted.*");
+	cl_close(&u);
+	CHECK(stop_server(&s2) == 0, "trusted_xattrs server stops cleanly");
+
+	snprintf(conf_buf, sizeof(conf_buf),
+		 "export / %s rw root_squash trusted_xattrs anonuid=0 anongid=0\nstate-dir %s/state\nkey-file none\n",
+		 exp_dir, base);
+	CHECK(start_server("sqtrusted", conf_buf, &s2) == 0,
+	      "root_squash anonuid=0 trusted_xattrs server starts");
+	CHECK(cl_open(&c, &s2, 0, 0) == 0 &&
+	      pc_lookup(&c, &root, "prog", &f) == 0, "connect as root");
+	CHECK(pc_setxattr(&c, &f.oid, "trusted.t", "1", 1, 0) == EOPNOTSUPP &&
+	      pc_setxattr(&c, &f.oid, "security.capability", cap, sizeof(cap),
+			  0) == EOPNOTSUPP && !on_disk_xattr("prog", "trusted.t"),
+	      "squashed root (even to anonuid=0) refused trusted.*/security.*");
+	cl_close(&c);
+	CHECK(stop_server(&s2) == 0, "squash server stops cleanly");
+}
+
+static void t_lock_access(void)
+{
+	struct wattr priv, ro, rw;
+	struct pc_lock t;
+	struct pc u;
+	char p[300];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/lk600", exp_dir);
+	close(open(p, O_CREAT | O_WRONLY, 0600));
+	chmod(p, 0600);
+	snprintf(p, sizeof(p), "%s/lk644", exp_dir);
+	close(open(p, O_CREAT | O_WRONLY, 0644));
+	chmod(p, 0644);
+	snprintf(p, sizeof(p), "%s/lk666", exp_dir);
+	fd = open(p, O_CREAT | O_WRONLY, 0666);
+	close(fd);
+	chmod(p, 0666);
+
+	CHECK(cl_open(&u, &sp, 1000, 1000) == 0, "connect as uid 1000");
+	CHECK(pc_lookup(&u, &root, "lk600", &priv) == 0 &&
+	      pc_lookup(&u, &root, "lk644", &ro) == 0 &&
+	      pc_lookup(&u, &root, "lk666", &rw) == 0, "lookups");
+	CHECK(pc_lock(&u, &priv.oid, 1, 0, 0, POHMEL_LOCK_WR, 0, 1,
+		      NULL) == EACCES, "write lock on a 0600 root file EACCES");
+	CHECK(pc_lock(&u, &priv.oid, 1, 0, 0, POHMEL_LOCK_RD, 0, 1,
+		      NULL) == EACCES, "read lock on a 0600 root file EACCES");
+	CHECK(pc_lock(&u, &priv.oid, 1, 0, 0, POHMEL_LOCK_WR,
+		      POHMEL_LOCK_FLOCK, 1, NULL) == EACCES,
+	      "flock LOCK_EX on a 0600 root file EACCES");
+	CHECK(pc_lock(&u, &priv.oid, 1, 0, 0, POHMEL_LOCK_WR, POHMEL_LOCK_TEST,
+		      1, &t) == EACCES, "lock test on a 0600 root file EACCES");
+	CHECK(pc_lock(&u, &priv.oid, 1, 0, 0, POHMEL_LOCK_UN, 0, 1, NULL) == 0,
+	      "unlock needs no access");
+	CHECK(pc_lock(&u, &ro.oid, 1, 0, 0, POHMEL_LOCK_RD, 0, 1, NULL) == 0,
+	      "read lock on a 0644 file");
+	CHECK(pc_lock(&u, &ro.oid, 2, 0, 0, POHMEL_LOCK_WR, 0, 1,
+		      NULL) == EACCES, "write lock on a 0644 root file EACCES");
+	CHECK(pc_lock(&u, &ro.oid, 2, 0, 0, POHMEL_LOCK_WR, POHMEL_LOCK_TEST,
+		      1, &t) == 0 && t.type == POHMEL_LOCK_RD,
+	      "lock test on a readable file sees the read lock");
+	CHECK(pc_lock(&u, &rw.oid, 1, 0, 0, POHMEL_LOCK_WR, 0, 1, NULL) == 0,
+	      "write lock on a 0666 file");
+	CHECK(pc_lock(&u, &rw.oid, 1, 0, 0, POHMEL_LOCK_UN, 0, 1, NULL) == 0 &&
+	      pc_lock(&u, &ro.oid, 1, 0, 0, POHMEL_LOCK_UN, 0, 1, NULL) == 0,
+	      "unlocks");
+	pc_bye(&u);
+	cl_close(&u);
+}
+
 static void t_auth(void)
 {
 	static const char *hexkey =
@@ -389,6 +563,8 @@ int main(int argc, char **argv)
 	t_escape();
 	t_creds();
 	t_squash();
+	t_privilege();
+	t_lock_access();
 	t_auth();
 	CHECK(stop_server(&sp) == 0, "SIGTERM: clean exit 0");
 	if (!tap_fail) {

@@ -4,7 +4,8 @@
  * connection sends half a header and goes quiet, one never finishes its
  * HELLO, and one pipelines 1 MiB READs without ever reading a reply (the
  * server's writes to it block), other clients are served in full and the
- * server still shuts down cleanly on SIGTERM.
+ * server still shuts down cleanly on SIGTERM. A LOCK waiter that stops
+ * reading does not hold up the client whose unlock grants it the lock.
  * The deadlines only tell a hang from progress (they are tens of seconds
  * for work that takes milliseconds), never a speed.
  *   test_stall POHMELD
@@ -84,6 +85,66 @@ static double now(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+struct unlock {
+	pthread_t th;
+	struct pc *c;
+	const struct woid *o;
+	int err;
+};
+
+static void *unlocker(void *arg)
+{
+	struct unlock *u = arg;
+
+	u->err = pc_lock(u->c, u->o, 1, 0, 0, POHMEL_LOCK_UN,
+			 POHMEL_LOCK_FLOCK, 1, NULL);
+	if (!u->err)
+		u->err = pc_ping(u->c);
+	return NULL;
+}
+
+/*
+ * H holds a flock; W waits for it, then pipelines READs and reads no
+ * reply, so the server's writes to W block. H's unlock grants W's wait:
+ * the grant's reply to W must not hold up H's own reply.
+ */
+static void t_lock_waiter_mute(const struct woid *f)
+{
+	uint8_t body[128];
+	struct unlock u;
+	struct pc h, w;
+	uint32_t n;
+	int i, ok;
+	double t0;
+
+	CHECK(cl_open(&h, &sp, 0, 0) == 0 &&
+	      pc_lock(&h, f, 1, 0, 0, POHMEL_LOCK_WR, POHMEL_LOCK_FLOCK, 1,
+		      NULL) == 0, "H takes a flock");
+	CHECK(cl_open(&w, &sp, 0, 0) == 0, "W connects");
+	n = pc_enc_lock(body, f, 2, 0, 0, POHMEL_LOCK_WR,
+			POHMEL_LOCK_FLOCK | POHMEL_LOCK_WAIT, 2);
+	CHECK(pc_send(&w, POHMEL_OP_LOCK, 1, 0, body, n) == 0,
+	      "W waits for it");
+	usleep(100000);
+	n = pc_enc_io(body, f, 0, 0, 1 << 20, 0, NULL);
+	for (ok = 1, i = 0; i < NREADS && ok; i++)
+		ok = pc_send(&w, POHMEL_OP_READ, (uint32_t)i + 2, 0, body,
+			     n) == 0;
+	CHECK(ok, "W pipelines %d 1 MiB READs and reads no reply", NREADS);
+	usleep(300000);
+
+	u = (struct unlock){ .c = &h, .o = f, .err = -1 };
+	t0 = now();
+	pthread_create(&u.th, NULL, unlocker, &u);
+	ok = join_within(u.th, HANG_SECONDS) == 0;
+	CHECK(ok && !u.err, "H's unlock and a ping answered while W does not "
+	      "read (%.2f s)", now() - t0);
+	cl_close(&w);		/* unblocks the server if it hung */
+	if (!ok)
+		pthread_join(u.th, NULL);
+	cl_close(&h);
+}
+
 int main(int argc, char **argv)
 {
 	static uint8_t block[1 << 20];
@@ -149,6 +210,7 @@ int main(int argc, char **argv)
 	      "rounds without an error (%.2f s)", now() - t0);
 	CHECK(pc_ping(&c) == 0, "an earlier connection is still served");
 	cl_close(&c);
+	t_lock_waiter_mute(&f.oid);
 
 	t0 = now();
 	CHECK(stop_server(&sp) == 0, "SIGTERM with stalled clients: clean "

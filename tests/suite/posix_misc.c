@@ -58,6 +58,12 @@ static int b_xattr(void *arg)
 	CHECK_ERR(setxattr(p2("x/rootfile"), "user.b", "1", 1, 0), EACCES,
 		  "xattr: non-owner without write permission -> EACCES");
 	CHECK_OK(setxattr(p2("x/openfile"), "user.b", "1", 1, 0), "xattr: non-owner with write permission");
+	/* cap_setuid=ep: the server's own thread could set it before. */
+	static const unsigned char cap[20] = { 1, 0, 0, 2, 0xc0 };
+	CHECK_ERR(setxattr(p2("x/openfile"), "security.capability", cap, sizeof(cap), 0), EOPNOTSUPP,
+		  "xattr: non-root security.capability on root's file -> EOPNOTSUPP");
+	CHECK_ERR(setxattr(p2("x/openfile"), "trusted.b", "1", 1, 0), EOPNOTSUPP,
+		  "xattr: non-root trusted.* -> EOPNOTSUPP");
 	return 0;
 }
 
@@ -118,9 +124,11 @@ void test_xattr_acl(void)
 		CHECK_ERR(setxattr(p1("x/f"), name, "v", 1, 0), ERANGE, "xattr: 256-byte name -> ERANGE");
 		CHECK_ERR(setxattr(p1("x/f"), "user.huge", buf, 65537, 0), E2BIG, "xattr: 65537-byte value -> E2BIG");
 		if (is_root) {
-			CHECK_OK(setxattr(p1("x/f"), "trusted.t", "t", 1, 0), "xattr: trusted.* as root");
-			tap_check(getxattr(p2("x/f"), "trusted.t", buf, sizeof(buf)) == 1,
-				  "xattr: trusted.* on mount 2");
+			/* The test export has no trusted_xattrs option. */
+			CHECK_ERR(setxattr(p1("x/f"), "trusted.t", "t", 1, 0), EOPNOTSUPP,
+				  "xattr: trusted.* as root without trusted_xattrs -> EOPNOTSUPP");
+			CHECK_ERR(getxattr(p2("x/f"), "trusted.t", buf, sizeof(buf)), EOPNOTSUPP,
+				  "xattr: trusted.* read on mount 2 -> EOPNOTSUPP");
 			write_file(p1("x/rootfile"), "", 0, 0, 0644);
 			write_file(p1("x/openfile"), "", 0, 0, 0666);
 			chmod(p1("x/openfile"), 0666);
@@ -222,8 +230,28 @@ static void end_peer(pid_t pid, const char *what)
 	close(pc[0]), close(pc[1]), close(cp[0]), close(cp[1]);
 }
 
+/* As a user who may read lk/ro but not write it (server-side check). */
+static int b_lock_access(void *arg)
+{
+	(void)arg;
+	int fd = open(p2("lk/ro"), O_RDONLY);
+	CHECK_OK(flock(fd, LOCK_SH), "lock access: shared flock with read access");
+	CHECK_ERR(flock(fd, LOCK_EX | LOCK_NB), EACCES,
+		  "lock access: exclusive flock without write access -> EACCES");
+	flock(fd, LOCK_UN);
+	CHECK_OK(lk(fd, F_SETLK, F_RDLCK, 0, 10), "lock access: fcntl read lock with read access");
+	lk(fd, F_SETLK, F_UNLCK, 0, 10);
+	close(fd);
+	return 0;
+}
+
 static void test_flock(void)
 {
+	if (is_root && !opt_local) {
+		write_file(p1("lk/ro"), "", 0, 0, 0644);
+		tap_check(as_user(UID_B, GID_B, b_lock_access, NULL) == 0, "lock access: non-root checks ran");
+	}
+
 	int fd = open(p1("lk/f"), O_RDWR);
 	CHECK_OK(flock(fd, LOCK_EX), "flock: exclusive on mount 1");
 	pid_t pid = fork_peer();
