@@ -14,8 +14,16 @@
  * the first 64 KiB are given back), a 256 KiB thread stack and the
  * struct conn: about 45 KiB resident for an idle connection. A connection that has not finished HELLO can send at
  * most 4 KiB per message.
+ *
+ * Admission (conn_start): at most max-connections in all and
+ * max-connections-per-address from one client address; a connection
+ * past either is closed at once, counted and logged (rate-limited) with
+ * the address. A connection that has not completed HELLO and AUTH
+ * within handshake-timeout seconds of its accept is closed, counted and
+ * logged, so idle sockets cannot hold the slots for long.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
@@ -30,13 +38,161 @@
 #define PRE_HELLO_MAX	4096
 #define THREAD_STACK	(256 * 1024)
 
-/* conns_mu protects conns, nconns, nworkers; conns_cv signals changes
- * of nconns and nworkers. */
+/* conns_mu protects conns, nconns, nworkers and the per-address
+ * table; conns_cv signals changes of nconns and nworkers. */
 static pthread_mutex_t conns_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t conns_cv = PTHREAD_COND_INITIALIZER;
 static struct conn *conns;
 static int nconns;
 static int nworkers;
+
+/*
+ * Log lines a client can cause at will (refusals, handshake timeouts)
+ * are rate-limited per kind: at most RL_LINES in RL_SECS seconds; the
+ * first line after a quiet spell says how many were left out. The stats
+ * counters count every event.
+ */
+#define RL_LINES	10
+#define RL_SECS		10
+struct ratelimit {
+	pthread_mutex_t mu;
+	bool started;
+	time_t start;		/* CLOCK_MONOTONIC second of the window */
+	int lines;		/* logged in this window */
+	unsigned long dropped;	/* not logged since the last line */
+};
+#define RATELIMIT_INIT	{ .mu = PTHREAD_MUTEX_INITIALIZER }
+static struct ratelimit rl_max = RATELIMIT_INIT;
+static struct ratelimit rl_per_addr = RATELIMIT_INIT;
+static struct ratelimit rl_handshake = RATELIMIT_INIT;
+
+static void log_limited(struct ratelimit *rl, int prio, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void log_limited(struct ratelimit *rl, int prio, const char *fmt, ...)
+{
+	unsigned long dropped = 0;
+	struct timespec now;
+	char buf[512];
+	va_list ap;
+	bool emit;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	pthread_mutex_lock(&rl->mu);
+	if (!rl->started || now.tv_sec - rl->start >= RL_SECS) {
+		rl->started = true;
+		rl->start = now.tv_sec;
+		rl->lines = 0;
+	}
+	emit = rl->lines < RL_LINES;
+	if (emit) {
+		rl->lines++;
+		dropped = rl->dropped;
+		rl->dropped = 0;
+	} else {
+		rl->dropped++;
+	}
+	pthread_mutex_unlock(&rl->mu);
+	if (!emit)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (dropped)
+		log_msg(prio, "%s (%lu more like this not logged)", buf,
+			dropped);
+	else
+		log_msg(prio, "%s", buf);
+}
+
+/*
+ * Connections per client address, under conns_mu: a chained hash table
+ * of addresses with at least one connection (IPv4 as v4-mapped IPv6, so
+ * a client counts once whichever socket it came through). The hash is
+ * keyed per start, so chosen addresses do not all land in one chain.
+ */
+#define ADDR_BUCKETS	256
+struct addr_count {
+	struct addr_count *next;
+	uint8_t addr[16];
+	int n;
+};
+static struct addr_count *addr_tab[ADDR_BUCKETS];
+
+static const uint8_t v4mapped[12] = {
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+/* false: not an IP client (AF_UNIX), which no per-address limit covers. */
+static bool addr_key(const struct sockaddr *sa, uint8_t key[16])
+{
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *s = (const void *)sa;
+
+		memcpy(key, v4mapped, 12);
+		memcpy(key + 12, &s->sin_addr, 4);
+		return true;
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s = (const void *)sa;
+
+		memcpy(key, s->sin6_addr.s6_addr, 16);
+		return true;
+	}
+	return false;
+}
+
+/* The address alone, as people write it (127.0.0.2, ::1). */
+static void addr_str(const uint8_t key[16], char *buf, size_t n)
+{
+	if (!memcmp(key, v4mapped, 12))
+		inet_ntop(AF_INET, key + 12, buf, (socklen_t)n);
+	else
+		inet_ntop(AF_INET6, key, buf, (socklen_t)n);
+}
+
+static unsigned int addr_hash(const uint8_t key[16])
+{
+	uint64_t h = 1469598103934665603ULL ^ srv.boot_gen;
+	int i;
+
+	for (i = 0; i < 16; i++)
+		h = (h ^ key[i]) * 1099511628211ULL;
+	return (unsigned int)((h ^ (h >> 32)) % ADDR_BUCKETS);
+}
+
+/* conns_mu held. With add, a missing entry is made (NULL: no memory). */
+static struct addr_count *addr_find(const uint8_t key[16], bool add)
+{
+	struct addr_count **head = &addr_tab[addr_hash(key)], *e;
+
+	for (e = *head; e; e = e->next)
+		if (!memcmp(e->addr, key, 16))
+			return e;
+	if (!add)
+		return NULL;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	memcpy(e->addr, key, 16);
+	e->next = *head;
+	*head = e;
+	return e;
+}
+
+/* conns_mu held: one connection of key less. */
+static void addr_drop(const uint8_t key[16])
+{
+	struct addr_count **pp = &addr_tab[addr_hash(key)], *e;
+
+	for (; (e = *pp); pp = &e->next) {
+		if (memcmp(e->addr, key, 16))
+			continue;
+		if (--e->n <= 0) {
+			*pp = e->next;
+			free(e);
+		}
+		return;
+	}
+}
 
 void conn_init_struct(struct conn *c, int fd)
 {
@@ -177,12 +333,45 @@ int conn_send_now(struct conn *c, const void *buf, size_t len,
 	return err;
 }
 
-/* 1: got n bytes, 0: EOF/error before that. */
-static int read_full(int fd, uint8_t *p, size_t n)
+/* Milliseconds until dl (CLOCK_MONOTONIC), rounded up; <= 0: passed. */
+static long ms_until(const struct timespec *dl)
+{
+	struct timespec now;
+	long long ns;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ns = (long long)(dl->tv_sec - now.tv_sec) * 1000000000LL +
+	     (dl->tv_nsec - now.tv_nsec);
+	if (ns <= 0)
+		return 0;
+	return (long)((ns + 999999) / 1000000);
+}
+
+#define READ_TIMEOUT	(-1)
+
+/*
+ * 1: got n bytes, 0: EOF/error before that, READ_TIMEOUT: the
+ * connection is not authenticated yet and its handshake deadline
+ * passed (bytes trickling in do not extend it).
+ */
+static int read_full(struct conn *c, uint8_t *p, size_t n)
 {
 	while (n) {
-		ssize_t r = read(fd, p, n);
+		ssize_t r;
 
+		if (c->state != CONN_AUTHED && srv.cfg.handshake_timeout > 0) {
+			struct pollfd pf = { .fd = c->fd, .events = POLLIN };
+			long ms = ms_until(&c->hs_deadline);
+
+			if (ms <= 0)
+				return READ_TIMEOUT;
+			r = poll(&pf, 1, ms > 60000 ? 60000 : (int)ms);
+			if (r < 0 && errno != EINTR)
+				return 0;
+			if (r <= 0)
+				continue;
+		}
+		r = read(c->fd, p, n);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
@@ -191,6 +380,14 @@ static int read_full(int fd, uint8_t *p, size_t n)
 		n -= (size_t)r;
 	}
 	return 1;
+}
+
+static void handshake_expired(struct conn *c)
+{
+	stats.handshake_timeouts++;
+	log_limited(&rl_handshake, LOG_WARNING,
+		    "%s: no HELLO and AUTH within %d s (handshake-timeout): "
+		    "connection closed", c->peer, srv.cfg.handshake_timeout);
 }
 
 #define KEEP_RESIDENT	(64 * 1024)
@@ -235,7 +432,10 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 				big_rx = big_tx = false;
 			}
 		}
-		if (!read_full(c->fd, rx, POHMEL_HDR_SIZE))
+		ret = read_full(c, rx, POHMEL_HDR_SIZE);
+		if (ret == READ_TIMEOUT)
+			handshake_expired(c);
+		if (ret != 1)
 			return;
 		if (proto_hdr(rx, &h, c->max_msg)) {
 			log_info("%s: bad framing (len %u, tag %u), dropping",
@@ -243,7 +443,10 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 			stats.proto_errors++;
 			return;
 		}
-		if (!read_full(c->fd, rx + POHMEL_HDR_SIZE, h.len))
+		ret = read_full(c, rx + POHMEL_HDR_SIZE, h.len);
+		if (ret == READ_TIMEOUT)
+			handshake_expired(c);
+		if (ret != 1)
 			return;
 		if (h.op != POHMEL_OP_RECALL_ACK && c->state == CONN_AUTHED &&
 		    conn_queued(c))
@@ -447,6 +650,8 @@ static void *conn_thread(void *arg)
 		conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
+	if (c->addr_counted)
+		addr_drop(c->addr);
 	nconns--;
 	stats.conns_now--;
 	pthread_cond_broadcast(&conns_cv);
@@ -474,20 +679,66 @@ static void peer_name(const struct sockaddr *sa, char *buf, size_t n)
 	}
 }
 
+/*
+ * Admit a connection or refuse it (closed at once): at max-connections,
+ * or at max-connections-per-address for its address. Refusals are
+ * counted ("refused" and one counter per reason) and logged with the
+ * address, rate-limited.
+ */
 int conn_start(int fd, const struct sockaddr *sa, socklen_t salen)
 {
+	char peer[64], addr[INET6_ADDRSTRLEN];
+	struct addr_count *e = NULL;
 	pthread_attr_t attr;
+	uint8_t key[16];
 	pthread_t th;
 	struct conn *c;
-	int one = 1, err;
+	int one = 1, err, n;
+	bool keyed;
 
 	(void)salen;
+	peer_name(sa, peer, sizeof(peer));
+	keyed = addr_key(sa, key);
 	pthread_mutex_lock(&conns_mu);
-	if (nconns >= srv.cfg.max_conns || atomic_load(&srv.stopping)) {
+	if (atomic_load(&srv.stopping)) {
 		pthread_mutex_unlock(&conns_mu);
 		stats.refused++;
 		close(fd);
 		return EAGAIN;
+	}
+	if (nconns >= srv.cfg.max_conns) {
+		pthread_mutex_unlock(&conns_mu);
+		stats.refused++;
+		stats.refused_max_conns++;
+		log_limited(&rl_max, LOG_WARNING,
+			    "%s: refused: max-connections (%d) reached",
+			    peer, srv.cfg.max_conns);
+		close(fd);
+		return EAGAIN;
+	}
+	if (keyed) {
+		e = addr_find(key, srv.cfg.max_conns_per_addr > 0);
+		n = e ? e->n : 0;
+		if (srv.cfg.max_conns_per_addr > 0 &&
+		    n >= srv.cfg.max_conns_per_addr) {
+			pthread_mutex_unlock(&conns_mu);
+			stats.refused++;
+			stats.refused_per_addr++;
+			addr_str(key, addr, sizeof(addr));
+			log_limited(&rl_per_addr, LOG_WARNING,
+				    "%s: refused: %d connections from %s "
+				    "(max-connections-per-address)", peer, n,
+				    addr);
+			close(fd);
+			return EAGAIN;
+		}
+		if (!e && srv.cfg.max_conns_per_addr > 0) {
+			pthread_mutex_unlock(&conns_mu);
+			err = ENOMEM;
+			goto err_close;
+		}
+		if (e)
+			e->n++;
 	}
 	nconns++;
 	pthread_mutex_unlock(&conns_mu);
@@ -498,7 +749,11 @@ int conn_start(int fd, const struct sockaddr *sa, socklen_t salen)
 		goto err_count;
 	}
 	conn_init_struct(c, fd);
-	peer_name(sa, c->peer, sizeof(c->peer));
+	memcpy(c->peer, peer, sizeof(c->peer));
+	memcpy(c->addr, key, sizeof(c->addr));
+	c->addr_counted = e != NULL;
+	clock_gettime(CLOCK_MONOTONIC, &c->hs_deadline);
+	c->hs_deadline.tv_sec += srv.cfg.handshake_timeout;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
 
@@ -535,12 +790,15 @@ err_list:
 	fd = -1;
 err_count:
 	pthread_mutex_lock(&conns_mu);
+	if (e)
+		addr_drop(key);
 	nconns--;
 	pthread_cond_broadcast(&conns_cv);
 	pthread_mutex_unlock(&conns_mu);
+err_close:
 	if (fd >= 0)
 		close(fd);
-	log_warn("cannot start connection: %s", strerror(err));
+	log_warn("%s: cannot start connection: %s", peer, strerror(err));
 	return err;
 }
 

@@ -27,7 +27,7 @@ static long rss_kib(pid_t pid)
 
 int main(int argc, char **argv)
 {
-	char extra[64];
+	char extra[128];
 	int n = argc > 2 ? atoi(argv[2]) : 100, i, ok = 0;
 	static uint8_t data[POHMEL_MAX_DATA];
 	long r0, r1, r2;
@@ -39,7 +39,9 @@ int main(int argc, char **argv)
 	if (argc < 2 || n < 1)
 		return 2;
 	server_bin = argv[1];
-	snprintf(extra, sizeof(extra), "max-connections %d\n", n + 8);
+	/* all from 127.0.0.1: no per-address limit */
+	snprintf(extra, sizeof(extra), "max-connections %d\n"
+		 "max-connections-per-address 0\n", n + 8);
 	if (start_tmp_server("bench", extra, &sp))
 		return 1;
 	usleep(200000);

@@ -81,6 +81,18 @@ int main(void)
 	      cf.grant_lease == 10 &&
 	      load("grant-lease 3\n", &cf, err, sizeof(err)) == 0 &&
 	      cf.grant_lease == 3, "grant-lease: default 10, set 3");
+	CHECK(load("export / /a\n", &cf, err, sizeof(err)) == 0 &&
+	      cf.handshake_timeout == 10 && cf.max_conns_per_addr == 128 &&
+	      load("handshake-timeout 0\nmax-connections-per-address 3\n",
+		   &cf, err, sizeof(err)) == 0 &&
+	      cf.handshake_timeout == 0 && cf.max_conns_per_addr == 3,
+	      "handshake-timeout, max-connections-per-address: defaults "
+	      "10, 128; set 0, 3");
+	bad("handshake-timeout 3601\n", "1: bad handshake-timeout '3601'");
+	bad("handshake-timeout -1\n", "1: bad handshake-timeout '-1'");
+	bad("max-connections-per-address x\n",
+	    "1: bad max-connections-per-address 'x'");
+	bad("handshake-timeout\n", "1: 'handshake-timeout' needs a value");
 
 	CHECK(cidr_parse("192.168.1.0/24", &c) == 0, "cidr v4 parses");
 	inet_pton(AF_INET, "192.168.1.77", &s4.sin_addr);

@@ -1,0 +1,483 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_hostile - the hostile-client group (issue 14). Each attack runs
+ * against a pohmeld of its own (its config lines in the table below)
+ * while a victim client connects (HELLO, AUTH) and pings; the checks are
+ * that the victim keeps completing within VICTIM_BOUND seconds of the
+ * moment the server can serve it (plus SLACK for a loaded 2-core host
+ * running the ASan server), that the attacker is cut off, counted and
+ * named in the log, and that the server's RSS stays under a bound.
+ *
+ * Adding an attack: write a function taking struct ctx, use the
+ * helpers (raw_conn, victim, victim_until, stat_of, log_has,
+ * rss_sample) and add a row to attacks[].
+ *
+ *   test_hostile POHMELD
+ */
+#include <arpa/inet.h>
+#include <netinet/tcp.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
+#include "integ_lib.h"
+#include "tap.h"
+
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#endif
+
+#define VICTIM_BOUND	1.0	/* s: what the issue promises */
+#define SLACK		1.5	/* s: a loaded host, an ASan server */
+#define HS		1	/* handshake-timeout of the attacks */
+#define EOF_WAIT_MS	5000	/* a refused socket is closed well before */
+/* Server RSS growth allowed during an attack (KiB); an idle connection
+ * costs tens of KiB (hundreds under ASan), see check_rss. */
+#define RSS_GROWTH_KB	(96 * 1024)
+
+struct ctx {
+	const char *name;
+	struct srvproc sp;
+	long rss0_kb;		/* before the attack */
+	long rss_max_kb;	/* the most seen during it */
+};
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* ---- helpers for attacks ---- */
+
+/* VmRSS of pid in KiB, -1 if unknown. */
+static long rss_kb(pid_t pid)
+{
+	char path[64], line[256];
+	long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+static void rss_sample(struct ctx *x)
+{
+	long kb = rss_kb(x->sp.pid);
+
+	if (kb > x->rss_max_kb)
+		x->rss_max_kb = kb;
+}
+
+/*
+ * A TCP connection to the server from source address src (bound before
+ * connect; any 127/8 address is local), with a receive timeout so that
+ * no read in this test blocks for ever. -1 on failure.
+ */
+static int raw_conn(const struct ctx *x, const char *src)
+{
+	struct sockaddr_in dst = { .sin_family = AF_INET,
+				   .sin_port = htons((uint16_t)x->sp.port),
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in me = { .sin_family = AF_INET };
+	struct timeval tv = { .tv_sec = 5 };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if ((src && (inet_pton(AF_INET, src, &me.sin_addr) != 1 ||
+		     bind(fd, (void *)&me, sizeof(me)))) ||
+	    connect(fd, (void *)&dst, sizeof(dst))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* true once the server closed fd (EOF or reset) within ms. */
+static bool closed_within(int fd, int ms)
+{
+	double end = now() + ms / 1000.0;
+	char b[64];
+
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int left = (int)((end - now()) * 1000);
+		ssize_t n;
+
+		if (left <= 0 || poll(&p, 1, left) <= 0)
+			return false;
+		n = recv(fd, b, sizeof(b), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			return true;
+	}
+}
+
+/* HELLO, AUTH and PING from src; 0 or an error. *secs: how long it took. */
+static int victim(const struct ctx *x, const char *src, double *secs)
+{
+	double t0 = now();
+	struct pc c;
+	int fd, err;
+
+	if (pc_init(&c))
+		return -ENOMEM;
+	fd = raw_conn(x, src);
+	if (fd < 0) {
+		pc_disconnect(&c);
+		return -errno;
+	}
+	pc_connect_fd(&c, fd);
+	err = pc_handshake(&c);
+	if (!err)
+		err = pc_ping(&c);
+	pc_disconnect(&c);
+	*secs = now() - t0;
+	return err;
+}
+
+/* Retry the victim until it succeeds or until the time `until`
+ * (now() clock); returns the time of success, or -1. */
+static double victim_until(const struct ctx *x, const char *src, double until)
+{
+	double secs;
+
+	for (;;) {
+		if (victim(x, src, &secs) == 0)
+			return now();
+		if (now() > until)
+			return -1;
+		usleep(50000);
+	}
+}
+
+/* A stats counter (name value lines), or -1. */
+static long long stat_of(const struct ctx *x, const char *name)
+{
+	char buf[8192], *p;
+	size_t n = strlen(name);
+	long long v = -1;
+	struct pc c;
+	int fd;
+
+	if (pc_init(&c))
+		return -1;
+	fd = raw_conn(x, NULL);
+	if (fd < 0) {
+		pc_disconnect(&c);
+		return -1;
+	}
+	pc_connect_fd(&c, fd);
+	if (pc_handshake(&c) == 0 && pc_stats(&c, buf, sizeof(buf)) == 0) {
+		for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : p)
+			if (!strncmp(p, name, n) && p[n] == ' ') {
+				v = atoll(p + n + 1);
+				break;
+			}
+	}
+	pc_disconnect(&c);
+	return v;
+}
+
+/* Poll a counter until it equals want (stats are updated by the
+ * server's threads a moment after the event); its last value. */
+static long long stat_wait(const struct ctx *x, const char *name,
+			   long long want)
+{
+	double end = now() + 10;
+	long long v;
+
+	while ((v = stat_of(x, name)) != want && now() < end)
+		usleep(50000);
+	return v;
+}
+
+/* true if a line of the attack's server log contains a and b. */
+static bool log_has(const struct ctx *x, const char *a, const char *b)
+{
+	char path[512], line[1024];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s.log", base, x->name);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, a) && strstr(line, b);
+	fclose(f);
+	return found;
+}
+
+static void close_all(int *fds, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+/* ---- the attacks ---- */
+
+/*
+ * (a) max-connections 8: eight connections that never send HELLO hold
+ * every slot. A ninth is refused (the attack bites); the handshake
+ * deadline frees the slots, and the victim gets in within VICTIM_BOUND
+ * of it.
+ */
+#define IDLE_A	8
+static void attack_idle_slots(struct ctx *x)
+{
+	int fds[IDLE_A], i, ok, probe;
+	double t0, t_ok, limit;
+	bool all;
+
+	t0 = now();
+	for (ok = 1, i = 0; i < IDLE_A; i++)
+		ok &= (fds[i] = raw_conn(x, NULL)) >= 0;
+	CHECK(ok, "%s: %d idle connections that never send HELLO", x->name,
+	      IDLE_A);
+	rss_sample(x);
+	probe = raw_conn(x, NULL);
+	CHECK(probe >= 0 && closed_within(probe, EOF_WAIT_MS),
+	      "%s: while they hold every slot, one more is refused", x->name);
+	if (probe >= 0)
+		close(probe);
+
+	limit = t0 + HS + VICTIM_BOUND + SLACK;
+	t_ok = victim_until(x, NULL, limit + 5);
+	CHECK(t_ok > 0 && t_ok <= limit,
+	      "%s: victim HELLO+AUTH+PING succeeds %.2f s after the attack "
+	      "began (handshake-timeout %d s, bound %.1f s + %.1f s slack)",
+	      x->name, t_ok > 0 ? t_ok - t0 : -1.0, HS, VICTIM_BOUND, SLACK);
+	rss_sample(x);
+	for (all = true, i = 0; i < IDLE_A; i++)
+		all &= closed_within(fds[i], EOF_WAIT_MS);
+	CHECK(all, "%s: the server closed all %d idle connections", x->name,
+	      IDLE_A);
+	CHECK(stat_wait(x, "handshake_timeouts", IDLE_A) == IDLE_A,
+	      "%s: stats: handshake_timeouts %d", x->name, IDLE_A);
+	CHECK(stat_of(x, "refused_max_connections") >= 1,
+	      "%s: stats: refused_max_connections counted", x->name);
+	CHECK(log_has(x, "127.0.0.1:", "handshake-timeout"),
+	      "%s: log: the timeout names the address", x->name);
+	CHECK(log_has(x, "127.0.0.1:", "max-connections (8) reached"),
+	      "%s: log: the refusal at max-connections names the address",
+	      x->name);
+	close_all(fds, IDLE_A);
+}
+
+/*
+ * (b) max-connections-per-address: one address (127.0.0.2) holds its
+ * limit in idle connections (the handshake deadline is far). Another
+ * address (127.0.0.1) is served at once; one more from 127.0.0.2 is
+ * refused, counted and named; once one of its connections closes, the
+ * address may connect again.
+ */
+#define PER_ADDR_B	6
+static void attack_per_address(struct ctx *x)
+{
+	int fds[PER_ADDR_B], i, ok, extra;
+	double secs, t_ok;
+	long long v;
+
+	for (ok = 1, i = 0; i < PER_ADDR_B; i++)
+		ok &= (fds[i] = raw_conn(x, "127.0.0.2")) >= 0;
+	CHECK(ok, "%s: %d idle connections from 127.0.0.2", x->name,
+	      PER_ADDR_B);
+	/* all of them admitted: the stats connection itself is one more */
+	v = stat_wait(x, "clients", PER_ADDR_B + 1);
+	CHECK(v == PER_ADDR_B + 1, "%s: the server holds them all (clients "
+	      "%lld)", x->name, v);
+	rss_sample(x);
+	CHECK(victim(x, "127.0.0.1", &secs) == 0 &&
+	      secs <= VICTIM_BOUND + SLACK,
+	      "%s: victim from 127.0.0.1 served at once (%.2f s)", x->name,
+	      secs);
+	extra = raw_conn(x, "127.0.0.2");
+	CHECK(extra >= 0 && closed_within(extra, EOF_WAIT_MS),
+	      "%s: connection %d from 127.0.0.2 is refused", x->name,
+	      PER_ADDR_B + 1);
+	if (extra >= 0)
+		close(extra);
+	CHECK(stat_wait(x, "refused_per_address", 1) == 1,
+	      "%s: stats: refused_per_address 1", x->name);
+	CHECK(log_has(x, "127.0.0.2", "max-connections-per-address"),
+	      "%s: log: the refusal names 127.0.0.2", x->name);
+	CHECK(victim(x, "127.0.0.3", &secs) == 0,
+	      "%s: a third address is served too", x->name);
+	close(fds[0]);
+	fds[0] = -1;
+	t_ok = victim_until(x, "127.0.0.2", now() + 10);
+	CHECK(t_ok > 0, "%s: after one of them closed, 127.0.0.2 is served "
+	      "again", x->name);
+	rss_sample(x);
+	close_all(fds, PER_ADDR_B);
+}
+
+/*
+ * (c) a flood of idle connections from several addresses (each under
+ * the default per-address limit): the victim keeps being served while
+ * they are held, the deadline closes every one of them, and RSS stays
+ * bounded (checked for every attack by check_rss).
+ */
+#define FLOOD_ADDRS	4
+#define FLOOD_PER	64
+#define FLOOD_HS	"3"	/* s: they are held while the victim runs */
+static void attack_flood(struct ctx *x)
+{
+	static int fds[FLOOD_ADDRS * FLOOD_PER];
+	int i, ok, n = FLOOD_ADDRS * FLOOD_PER, bad = 0;
+	double secs, worst = 0;
+	char src[32];
+	bool all;
+
+	for (ok = 1, i = 0; i < n; i++) {
+		snprintf(src, sizeof(src), "127.0.1.%d", 1 + i % FLOOD_ADDRS);
+		ok &= (fds[i] = raw_conn(x, src)) >= 0;
+		if (i % 32 == 31) {
+			secs = 0;
+			if (victim(x, NULL, &secs) ||
+			    secs > VICTIM_BOUND + SLACK)
+				bad++;
+			if (secs > worst)
+				worst = secs;
+			rss_sample(x);
+		}
+	}
+	CHECK(ok, "%s: %d idle connections from %d addresses", x->name, n,
+	      FLOOD_ADDRS);
+	CHECK(stat_of(x, "refused") == 0, "%s: none refused (under the "
+	      "default limits)", x->name);
+	CHECK(!bad, "%s: the victim was served %d times during the flood, "
+	      "slowest %.2f s", x->name, n / 32, worst);
+	rss_sample(x);
+	for (all = true, i = 0; i < n; i++)
+		all &= closed_within(fds[i], (atoi(FLOOD_HS) + 10) * 1000);
+	CHECK(all, "%s: the handshake deadline closed all %d", x->name, n);
+	CHECK(stat_wait(x, "handshake_timeouts", n) == n,
+	      "%s: stats: handshake_timeouts %d", x->name, n);
+	close_all(fds, n);
+}
+
+/*
+ * (d) slow handshakes: one client sends HELLO and never AUTH, another
+ * trickles a header a byte at a time; neither postpones the deadline.
+ */
+static void attack_slow_handshake(struct ctx *x)
+{
+	uint8_t b[POHMEL_HELLO_SIZE], r[POHMEL_HELLO_SIZE + 64], nonce[32];
+	uint8_t uuid[16] = { 1 };
+	double t0 = now(), t_closed = -1;
+	int fd, i;
+	struct whdr h;
+	struct pc c;
+	bool hello_ok;
+
+	pc_init(&c);
+	fd = raw_conn(x, NULL);
+	pc_connect_fd(&c, fd);
+	memset(nonce, 7, sizeof(nonce));
+	pc_enc_hello(b, POHMEL_FEAT_BATCH, c.max_msg, uuid, 1, nonce);
+	hello_ok = fd >= 0 &&
+		   pc_send(&c, POHMEL_OP_HELLO, 1, 0, b, sizeof(b)) == 0 &&
+		   pc_recv(&c, &h, r, sizeof(r)) == 0 && h.status == 0;
+	CHECK(hello_ok, "%s: HELLO answered, then no AUTH", x->name);
+	CHECK(fd >= 0 && closed_within(fd, (HS + 5) * 1000),
+	      "%s: closed at the deadline (%.2f s)", x->name, now() - t0);
+	cl_close(&c);
+
+	/* A header's first bytes, one per 100 ms (30 bytes: 3 s > HS). */
+	fd = raw_conn(x, NULL);
+	t0 = now();
+	for (i = 0; fd >= 0 && i < POHMEL_HDR_SIZE - 2; i++) {
+		static const uint8_t magic[4] = { 0x50, 0x4f, 0x48, 0x4d };
+
+		if (send(fd, &magic[i % 4], 1, MSG_NOSIGNAL) != 1 ||
+		    closed_within(fd, 100)) {
+			t_closed = now();
+			break;
+		}
+	}
+	if (t_closed < 0 && fd >= 0 && closed_within(fd, 5000))
+		t_closed = now();
+	CHECK(t_closed > 0 && t_closed - t0 <= HS + SLACK + 0.5,
+	      "%s: a trickled header does not extend the deadline (closed "
+	      "after %.2f s)", x->name, t_closed > 0 ? t_closed - t0 : -1.0);
+	if (fd >= 0)
+		close(fd);
+	CHECK(stat_wait(x, "handshake_timeouts", 2) == 2,
+	      "%s: stats: handshake_timeouts 2", x->name);
+	CHECK(victim(x, NULL, &t0) == 0, "%s: victim served", x->name);
+}
+
+static const struct attack {
+	const char *name;
+	const char *conf;	/* config lines of its server */
+	void (*run)(struct ctx *x);
+} attacks[] = {
+	{ "idle-slots", "max-connections 8\nhandshake-timeout 1\n",
+	  attack_idle_slots },
+	{ "per-address", "max-connections-per-address 6\n"
+	  "handshake-timeout 60\n", attack_per_address },
+	{ "flood", "handshake-timeout " FLOOD_HS "\n", attack_flood },
+	{ "slow-handshake", "handshake-timeout 1\n", attack_slow_handshake },
+};
+
+static void check_rss(const struct ctx *x)
+{
+	CHECK(x->rss0_kb > 0 && x->rss_max_kb - x->rss0_kb < RSS_GROWTH_KB,
+	      "%s: server RSS %ld KiB before, at most %ld KiB during "
+	      "(bound: +%d KiB)", x->name, x->rss0_kb, x->rss_max_kb,
+	      RSS_GROWTH_KB);
+}
+
+int main(int argc, char **argv)
+{
+	const char *only = getenv("HOSTILE_ONLY");
+	char exp_dir[128], conf[1024];
+	size_t i;
+	int err;
+
+	err = setup_base(argc, argv, "hostile", exp_dir, sizeof(exp_dir));
+	if (err)
+		return err;
+	for (i = 0; i < ARRAY_SIZE(attacks); i++) {
+		struct ctx x = { .name = attacks[i].name };
+
+		if (only && strcmp(only, x.name))
+			continue;
+		snprintf(conf, sizeof(conf),
+			 "export / %s rw no_root_squash\nstate-dir %s/state-%s\n"
+			 "key-file none\n%s", exp_dir, base, x.name,
+			 attacks[i].conf);
+		CHECK(start_server(x.name, conf, &x.sp) == 0,
+		      "%s: pohmeld starts", x.name);
+		if (tap_fail)
+			break;
+		x.rss0_kb = x.rss_max_kb = rss_kb(x.sp.pid);
+		attacks[i].run(&x);
+		rss_sample(&x);
+		check_rss(&x);
+		CHECK(stop_server(&x.sp) == 0, "%s: clean exit on SIGTERM",
+		      x.name);
+	}
+	if (!tap_fail) {
+		if (remove_base())
+			return 1;
+	} else {
+		printf("# left %s for inspection\n", base);
+	}
+	return tap_done();
+}
