@@ -13,8 +13,45 @@
  *
  * id -> object goes through a table of file handles opened with
  * open_by_handle_at() relative to the export root. The table is appended
- * to STATE_DIR/handles as objects are first seen, and reloaded (and
- * compacted) at start, so IDs handed out before a restart keep resolving.
+ * to STATE_DIR/handles as objects are first seen (or an id's handle
+ * changes: its inode number was reused), and reloaded at start, so IDs
+ * handed out before a restart keep resolving; a later line for an id
+ * replaces an earlier one.
+ *
+ * Compaction rewrites the file as one line per table entry, leaving out
+ * entries whose handle the kernel calls stale (the object was removed:
+ * its (id, gen) is ESTALE with or without the entry, and a new object on
+ * the same inode number has another gen). It runs at start and, online,
+ * whenever the file has grown past max(COMPACT_FLOOR, twice the lines
+ * the last compaction wrote): the file stays within a constant factor of
+ * the live entries (plus what is appended while a compaction runs), and
+ * the rewrites cost O(1) amortized per line.
+ *
+ * Online, the request thread that crosses the threshold compacts:
+ *  1. under tab_lock (exclusive): copy the table (a memcpy per entry)
+ *     and set `compacting`; from now on every appended line also goes to
+ *     `pend`, besides the old file;
+ *  2. no lock: ask the kernel which snapshot handles are stale (one
+ *     open_by_handle_at each), write the others to handles.new, fsync;
+ *  3. no lock, while lines came in meanwhile (a few rounds at most):
+ *     take them out of `pend` (under the lock, a line whose id has
+ *     changed again since is left out: the later line follows), append
+ *     them to handles.new, fsync;
+ *  4. under tab_lock: append the last of `pend` (fsync only if there was
+ *     some), drop from the table the entries found stale that did not
+ *     change since the snapshot (seq: else a live object's handle, its
+ *     line in pend), rename handles.new over handles, switch appends to
+ *     it;
+ *  5. no lock: fsync the directory.
+ * Requests wait for steps 1 and 4 only: a copy and, usually, a rename.
+ * Lines appended meanwhile come after the snapshot's in handles.new and
+ * win on reload, as they did in the old file. Until the rename the old
+ * file is complete (appends go on to it); after, the new one, whose
+ * every line was fsynced first. Appends themselves are not fsynced (as
+ * before).
+ *
+ * Dropping a stale entry changes no answer: oid_open() of it is ESTALE
+ * either way, and an id reused by a new object comes with a new gen.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,24 +60,54 @@
 #include "pohmeld.h"
 
 #define HANDLE_BYTES	128	/* MAX_HANDLE_SZ */
+#define LINE_MAX_BYTES	(64 + 2 * HANDLE_BYTES)
+#define COMPACT_FLOOR	256	/* lines (about 30 bytes each) */
+#define PEND_ROUNDS	4	/* step 3 rounds before step 4 takes the rest */
 
 struct oid_ent {
 	struct oid_ent *next;
 	uint64_t id;
 	uint64_t gen;
+	uint64_t seq;		/* put_seq when the handle was last set */
 	int type;
 	unsigned int hlen;
 	uint8_t h[];		/* hlen bytes: usually 8..20, not 128 */
 };
 
 /*
- * tab_lock protects tab, tab_size, tab_count and the log file offset.
+ * tab_lock protects tab, tab_size, tab_count, put_seq, the log file (fd,
+ * offset, line count) and the compaction state below.
  * Readers (every request) take it shared, registration exclusive.
  */
 static pthread_rwlock_t tab_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct oid_ent **tab;
 static size_t tab_size, tab_count;
+static uint64_t put_seq;
 static int log_fd = -1;
+static size_t log_lines;	/* lines in the file log_fd appends to */
+static size_t compact_at;	/* compact once log_lines exceeds it */
+static char log_path[4200], tmp_path[4210], state_path[4096];
+
+/*
+ * Online compaction: at most one at a time. pend holds the lines appended
+ * since its snapshot, each as a pend_rec and the line's bytes (padded to
+ * 8): a line whose entry changed again since (seq) is left out of the
+ * new file, the later line being in pend too.
+ */
+struct pend_rec {
+	uint64_t id;
+	uint64_t seq;
+	size_t len;
+	char line[];
+};
+
+#define PEND_SIZE(len) \
+	((offsetof(struct pend_rec, line) + (len) + 7) & ~(size_t)7)
+
+static bool compacting;
+static char *pend;
+static size_t pend_len, pend_cap;
+static bool pend_failed;
 static int root_fd = -1;
 static ino_t root_ino;
 static dev_t root_dev;
@@ -111,23 +178,122 @@ static int grow(void)
 	return 0;
 }
 
+/* One line of the file into line (LINE_MAX_BYTES); its length. */
+static size_t fmt_line(char *line, uint64_t id, int type, const uint8_t *h,
+		       unsigned int hlen)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n;
+	unsigned int i;
+
+	n = (size_t)snprintf(line, LINE_MAX_BYTES, "%llu %d ",
+			     (unsigned long long)id, type);
+	for (i = 0; i < hlen && i < HANDLE_BYTES; i++) {
+		line[n++] = hex[h[i] >> 4];
+		line[n++] = hex[h[i] & 15];
+	}
+	line[n++] = '\n';
+	return n;
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno;
+		if (n == 0)
+			return EIO;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Must hold tab_lock exclusively. */
+static void pend_add(const struct oid_ent *e, const char *line, size_t n)
+{
+	struct pend_rec *r;
+
+	if (pend_failed)
+		return;
+	if (pend_len + PEND_SIZE(n) > pend_cap) {
+		size_t cap = pend_cap ? pend_cap * 2 : 4096;
+		char *p;
+
+		while (cap < pend_len + PEND_SIZE(n))
+			cap *= 2;
+		p = realloc(pend, cap);
+		if (!p) {
+			pend_failed = true;
+			return;
+		}
+		pend = p;
+		pend_cap = cap;
+	}
+	r = (void *)(pend + pend_len);
+	r->id = e->id;
+	r->seq = e->seq;
+	r->len = n;
+	memcpy(r->line, line, n);
+	pend_len += PEND_SIZE(n);
+}
+
+/*
+ * Must hold tab_lock exclusively. Takes pend over, returning it as text:
+ * the lines whose entry has not changed since, in order, in place (the
+ * text is shorter than the records). *len its bytes, *lines its lines;
+ * NULL if pend is empty.
+ */
+static char *pend_take(size_t *len, size_t *lines)
+{
+	size_t r = 0, w = 0;
+	char *text = pend;
+
+	*lines = 0;
+	while (r < pend_len) {
+		struct pend_rec h;
+		struct oid_ent *e;
+
+		memcpy(&h, pend + r, sizeof(h));
+		e = find(h.id);
+		if (e && e->seq == h.seq) {
+			memmove(text + w, pend + r + offsetof(struct pend_rec,
+							      line), h.len);
+			w += h.len;
+			(*lines)++;
+		}
+		r += PEND_SIZE(h.len);
+	}
+	pend = NULL;
+	pend_len = pend_cap = 0;
+	*len = w;
+	if (!w) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+/* Must hold tab_lock exclusively. */
 static void log_append(const struct oid_ent *e)
 {
-	char line[64 + 2 * HANDLE_BYTES];
-	int n;
-	unsigned int i;
+	char line[LINE_MAX_BYTES];
+	size_t n;
 
 	if (log_fd < 0)
 		return;
-	n = snprintf(line, sizeof(line), "%llu %d ",
-		     (unsigned long long)e->id, e->type);
-	for (i = 0; i < e->hlen; i++)
-		n += snprintf(line + n, sizeof(line) - n, "%02x", e->h[i]);
-	line[n++] = '\n';
+	n = fmt_line(line, e->id, e->type, e->h, e->hlen);
 	/* O_APPEND: one write per record keeps records whole. */
-	if (write(log_fd, line, n) != n)
+	if (write(log_fd, line, n) != (ssize_t)n)
 		log_warn("state: appending to handle table: %s",
 			 strerror(errno));
+	log_lines++;
+	if (compacting)
+		pend_add(e, line, n);
 }
 
 /* Must hold tab_lock exclusively. */
@@ -174,11 +340,30 @@ static int put_ent(uint64_t id, int type, const uint8_t *h, unsigned int n,
 	e->hlen = n;
 	memcpy(e->h, h, n);
 	e->gen = handle_gen(type, h, n);
+	e->seq = ++put_seq;
 	*gen = e->gen;
 	if (persist)
 		log_append(e);
 	return 0;
 }
+
+/* A copy of the table for online compaction: entries back to back. */
+struct snap_ent {
+	uint64_t id;
+	uint64_t seq;
+	int type;
+	unsigned int hlen;
+	bool stale;
+	uint8_t h[];
+};
+
+struct snap {
+	char *buf;
+	size_t len;
+};
+
+static bool compact_start(struct snap *s);
+static void compact_online(struct snap *s);
 
 int oid_of_fd(int fd, const struct stat *st, struct woid *out)
 {
@@ -187,6 +372,8 @@ int oid_of_fd(int fd, const struct stat *st, struct woid *out)
 		uint8_t raw[sizeof(struct file_handle) + HANDLE_BYTES];
 	} u;
 	int mount_id, err;
+	struct snap snap;
+	bool compact = false;
 	uint64_t id;
 
 	if (st->st_dev != root_dev)
@@ -198,7 +385,11 @@ int oid_of_fd(int fd, const struct stat *st, struct woid *out)
 	pthread_rwlock_wrlock(&tab_lock);
 	err = put_ent(id, u.fh.handle_type, u.fh.f_handle, u.fh.handle_bytes,
 		      true, &out->gen);
+	if (log_fd >= 0 && !compacting && log_lines > compact_at)
+		compact = compact_start(&snap);
 	pthread_rwlock_unlock(&tab_lock);
+	if (compact)
+		compact_online(&snap);
 	out->id = id;
 	return err;
 }
@@ -312,38 +503,74 @@ static void load(const char *path)
 }
 
 /*
- * At start nothing is open any more, so an entry whose handle the kernel
- * calls stale names a removed object: drop it, or the table would keep
- * every object ever seen.
+ * An entry whose handle the kernel calls stale names a removed object:
+ * drop it, or the table would keep every object ever seen. (A file
+ * removed but still open, at run time, is not stale yet: it is kept.)
+ * Asked twice: decoding a directory's handle can fail once with ESTALE
+ * while a rename races with its reconnection, and a dropped entry would
+ * leave that directory's id ESTALE for good; a removed object's handle
+ * stays stale.
  */
-static bool stale(const struct oid_ent *e)
+static bool stale_h(uint64_t id, int type, const uint8_t *h,
+		    unsigned int hlen)
 {
 	union {
 		struct file_handle fh;
 		uint8_t raw[sizeof(struct file_handle) + HANDLE_BYTES];
 	} u;
-	int fd;
+	int fd, try;
 
-	if (e->id == POHMEL_ROOT_ID || e->hlen > HANDLE_BYTES)
+	if (id == POHMEL_ROOT_ID || hlen > HANDLE_BYTES)
 		return false;
-	u.fh.handle_type = e->type;
-	u.fh.handle_bytes = e->hlen;
-	memcpy(u.fh.f_handle, e->h, e->hlen);
-	fd = open_by_handle_at(root_fd, &u.fh, O_PATH | O_CLOEXEC);
-	if (fd >= 0) {
-		close(fd);
-		return false;
+	for (try = 0; try < 2; try++) {
+		u.fh.handle_type = type;
+		u.fh.handle_bytes = hlen;
+		memcpy(u.fh.f_handle, h, hlen);
+		fd = open_by_handle_at(root_fd, &u.fh, O_PATH | O_CLOEXEC);
+		if (fd >= 0) {
+			close(fd);
+			return false;
+		}
+		if (errno != ESTALE && errno != ENOENT)
+			return false;
 	}
-	return errno == ESTALE || errno == ENOENT;
+	return true;
 }
 
-static int compact(const char *path)
+static bool stale(const struct oid_ent *e)
 {
-	char tmp[4300];
+	return stale_h(e->id, e->type, e->h, e->hlen);
+}
+
+/* Make the last rename in the state directory durable. */
+static void sync_dir(void)
+{
+	int fd = open(state_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0 || fsync(fd))
+		log_warn("state directory %s: fsync: %s", state_path,
+			 strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
+/* Must hold tab_lock exclusively: the next compaction's threshold. */
+static void set_compact_at(void)
+{
+	compact_at = 2 * log_lines;
+	if (compact_at < COMPACT_FLOOR)
+		compact_at = COMPACT_FLOOR;
+}
+
+/* At start (alone): rewrite the file from the table, stale entries
+ * dropped; log_fd then appends to it. */
+static int compact(void)
+{
+	const char *path = log_path, *tmp = tmp_path;
 	size_t i;
 	struct oid_ent *e, *next;
 
-	snprintf(tmp, sizeof(tmp), "%s.new", path);
+	log_lines = 0;
 	log_fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
 		      0600);
 	if (log_fd < 0)
@@ -366,7 +593,180 @@ static int compact(const char *path)
 		unlink(tmp);
 		return err;
 	}
+	sync_dir();
+	set_compact_at();
 	return 0;
+}
+
+#define SNAP_SIZE(hlen) \
+	((offsetof(struct snap_ent, h) + (hlen) + 7) & ~(size_t)7)
+
+/* The entry at *off in s, NULL past the end; *off moves on. */
+static struct snap_ent *snap_next(const struct snap *s, size_t *off)
+{
+	struct snap_ent *c;
+
+	if (*off >= s->len)
+		return NULL;
+	c = (void *)(s->buf + *off);
+	*off += SNAP_SIZE(c->hlen);
+	return c;
+}
+
+/*
+ * Must hold tab_lock exclusively. Step 1: copy the table into s and set
+ * compacting (then the caller, after unlocking, calls compact_online).
+ * false if out of memory: then no compaction until the file doubles.
+ */
+static bool compact_start(struct snap *s)
+{
+	size_t i, off = 0;
+	struct oid_ent *e;
+
+	s->len = 0;
+	for (i = 0; i < tab_size; i++)
+		for (e = tab[i]; e; e = e->next)
+			s->len += SNAP_SIZE(e->hlen);
+	s->buf = malloc(s->len ? s->len : 1);
+	if (!s->buf) {
+		log_warn("state: compacting the handle table: %s",
+			 strerror(ENOMEM));
+		set_compact_at();
+		return false;
+	}
+	for (i = 0; i < tab_size; i++) {
+		for (e = tab[i]; e; e = e->next) {
+			struct snap_ent *c = (void *)(s->buf + off);
+
+			c->id = e->id;
+			c->seq = e->seq;
+			c->type = e->type;
+			c->hlen = e->hlen;
+			c->stale = false;
+			memcpy(c->h, e->h, e->hlen);
+			off += SNAP_SIZE(e->hlen);
+		}
+	}
+	compacting = true;
+	pend_len = 0;
+	pend_failed = false;
+	return true;
+}
+
+/* Steps 2 and 3: stale entries marked, the others written to fd (then
+ * fsynced), and the lines appended meanwhile after them. No lock held;
+ * *lines counts the lines written. */
+static int compact_write(int fd, struct snap *s, size_t *lines)
+{
+	char *buf, *p;
+	size_t off = 0, n = 0, len, cap = 1 << 16;
+	struct snap_ent *c;
+	int err = 0, round;
+
+	buf = malloc(cap);
+	if (!buf)
+		return ENOMEM;
+	while (!err && (c = snap_next(s, &off))) {
+		c->stale = stale_h(c->id, c->type, c->h, c->hlen);
+		if (c->stale)
+			continue;
+		if (n + LINE_MAX_BYTES > cap) {
+			err = write_all(fd, buf, n);
+			n = 0;
+		}
+		n += fmt_line(buf + n, c->id, c->type, c->h, c->hlen);
+		(*lines)++;
+	}
+	if (!err)
+		err = write_all(fd, buf, n);
+	free(buf);
+	if (!err && fsync(fd))
+		err = errno;
+
+	/* Step 3: what came in meanwhile, while it keeps coming. */
+	for (round = 0; round < PEND_ROUNDS && !err; round++) {
+		pthread_rwlock_wrlock(&tab_lock);
+		if (pend_failed || !pend_len) {
+			pthread_rwlock_unlock(&tab_lock);
+			break;
+		}
+		p = pend_take(&len, &n);
+		pthread_rwlock_unlock(&tab_lock);
+		if (!p)
+			continue;
+		err = write_all(fd, p, len);
+		free(p);
+		if (!err && fsync(fd))
+			err = errno;
+		*lines += n;
+	}
+	return err;
+}
+
+/* Steps 2 to 5; the caller holds no lock and set compacting
+ * (compact_start). */
+static void compact_online(struct snap *s)
+{
+	size_t off = 0, lines = 0, len, n;
+	struct snap_ent *c;
+	int fd, err = 0, old;
+	char *p;
+
+	fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
+		  0600);
+	if (fd < 0)
+		err = errno;
+	else
+		err = compact_write(fd, s, &lines);
+
+	/* Step 4. */
+	pthread_rwlock_wrlock(&tab_lock);
+	while ((c = snap_next(s, &off))) {
+		struct oid_ent *e;
+
+		if (!c->stale)
+			continue;
+		/* Not if re-registered since the snapshot (seq): then
+		 * that is a live object's handle, and in pend. */
+		e = find(c->id);
+		if (e && e->seq == c->seq)
+			del_ent(e);
+	}
+	if (!err && pend_failed)
+		err = ENOMEM;
+	if (!err && (p = pend_take(&len, &n))) {
+		err = write_all(fd, p, len);
+		free(p);
+		if (!err && fsync(fd))
+			err = errno;
+		lines += n;
+	}
+	if (!err && rename(tmp_path, log_path))
+		err = errno;
+	if (!err) {
+		old = log_fd;
+		log_fd = fd;
+		fd = -1;
+		log_lines = lines;
+		close(old);
+	} else if (fd >= 0) {
+		close(fd);
+		fd = -1;
+		unlink(tmp_path);
+	}
+	set_compact_at();
+	compacting = false;
+	free(pend);
+	pend = NULL;
+	pend_len = pend_cap = 0;
+	pend_failed = false;
+	pthread_rwlock_unlock(&tab_lock);
+
+	free(s->buf);
+	if (err)
+		log_warn("state: compacting %s: %s", log_path, strerror(err));
+	else
+		sync_dir();	/* step 5 */
 }
 
 /* mkdir -p, 0700 for what it creates. */
@@ -392,7 +792,6 @@ static int mkdir_p(const char *path)
 
 int oid_init(int rootfd, const char *state_dir)
 {
-	char path[4200];
 	struct stat st;
 	struct woid o;
 	int err;
@@ -411,11 +810,13 @@ int oid_init(int rootfd, const char *state_dir)
 		log_err("state directory %s: %s", state_dir, strerror(err));
 		goto out_unlock;
 	}
-	snprintf(path, sizeof(path), "%s/handles", state_dir);
-	load(path);
-	err = compact(path);
+	snprintf(state_path, sizeof(state_path), "%s", state_dir);
+	snprintf(log_path, sizeof(log_path), "%s/handles", state_dir);
+	snprintf(tmp_path, sizeof(tmp_path), "%s.new", log_path);
+	load(log_path);
+	err = compact();
 	if (err)
-		log_err("state file %s: %s", path, strerror(err));
+		log_err("state file %s: %s", log_path, strerror(err));
 out_unlock:
 	pthread_rwlock_unlock(&tab_lock);
 	if (err)
@@ -448,5 +849,8 @@ void oid_fini(void)
 		close(log_fd);
 	}
 	log_fd = -1;
+	free(pend);
+	pend = NULL;
+	pend_len = pend_cap = 0;
 	pthread_rwlock_unlock(&tab_lock);
 }

@@ -25,6 +25,11 @@
  *
  * Each recall is waited for up to 10 s (the documented bound is 1 s;
  * nothing passes or fails on speed, the latency is printed).
+ *
+ * Handle table: thousands of create+unlink cycles through a third
+ * pohmeld; STATEDIR/handles stays small while it runs (compacted online),
+ * and after a restart the live files keep their (id, gen), the removed
+ * ones are ESTALE, and no (id, gen) was ever given to two objects.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -42,7 +47,7 @@
 #define SET_SIZE	(1 << 16)	/* ids remembered (open addressing) */
 
 static char exp_dir[128], hold_path[160];
-static struct srvproc sp, sp2;
+static struct srvproc sp, sp2, sp3;
 
 static double now_s(void)
 {
@@ -713,6 +718,251 @@ out:
 	cl_close(&a);
 }
 
+#define HC_CYCLES	3000	/* create+unlink cycles */
+#define HC_KEEP		8	/* files that stay (one is removed later) */
+#define HC_GONE		4	/* k4: made early in the churn, removed late */
+#define HC_BOUND	16384	/* bytes STATEDIR/handles may reach */
+#define HC_HELPERS	2	/* sessions churning alongside from 2/3 on
+				 * (their lines come in while a compaction
+				 * runs) */
+#define HC_HCYCLES	1000	/* cycles each */
+/* With them, the file also takes what they append while a compaction
+ * runs (its fsyncs): load-dependent, so a looser bound. */
+#define HC_BOUND_BUSY	65536
+
+struct idgen {
+	uint64_t id, gen;
+};
+
+static int idgen_cmp(const void *a, const void *b)
+{
+	const struct idgen *x = a, *y = b;
+
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	if (x->gen != y->gen)
+		return x->gen < y->gen ? -1 : 1;
+	return 0;
+}
+
+static long handles_size(void)
+{
+	char p[300];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/state3/handles", base);
+	return stat(p, &st) ? -1 : (long)st.st_size;
+}
+
+static bool same_oid(const struct woid *a, const struct woid *b)
+{
+	return a->id == b->id && a->gen == b->gen;
+}
+
+struct hc_helper {
+	struct woid dir;
+	int idx, n, err;
+	pthread_t th;
+	struct woid churned[HC_HCYCLES];
+};
+
+static void *hc_churn(void *arg)
+{
+	struct hc_helper *h = arg;
+	char name[16];
+	struct wattr f;
+	struct pc c;
+
+	snprintf(name, sizeof(name), "h%d", h->idx);
+	h->err = cl_open(&c, &sp3, 0, 0);
+	for (h->n = 0; h->n < HC_HCYCLES && !h->err; h->n++) {
+		h->err = pc_mkobj(&c, POHMEL_OP_CREATE, &h->dir, name, 0644, 0,
+				  0, NULL, &f, NULL) ||
+			 pc_remove(&c, POHMEL_OP_UNLINK, &h->dir, name);
+		h->churned[h->n] = f.oid;
+	}
+	cl_close(&c);
+	return NULL;
+}
+
+/* hc/k<i>: two are made before the churn, five along it, one after;
+ * k<HC_GONE> is removed again at 5/6 of it. */
+static int hc_keep(struct pc *c, const struct woid *hc, int i,
+		   struct wattr *k)
+{
+	char name[16];
+
+	snprintf(name, sizeof(name), "k%d", i);
+	return pc_mkobj(c, POHMEL_OP_CREATE, hc, name, 0644, 0, 0, NULL, k,
+			NULL);
+}
+
+static void t_compact(void)
+{
+	static struct idgen seen[HC_CYCLES + HC_HELPERS * HC_HCYCLES +
+				 HC_KEEP + 16];
+	static struct woid churned[HC_CYCLES];
+	static struct hc_helper hh[HC_HELPERS];
+	struct wattr hc, k[HC_KEEP], f, x;
+	char conf[1024], name[16], p[300];
+	int i, nk = 0, nseen = 0, err = 0, stale = 0, ok = 0, checked = 0;
+	int ids, twice, j, nh = 0;
+	long sz, max_sz = 0, max_busy = 0, before;
+	double t0, dt;
+	struct pc c;
+
+	snprintf(conf, sizeof(conf),
+		 "export / %s rw no_root_squash\nstate-dir %s/state3\n"
+		 "key-file none\ngrant-lease %d\n", exp_dir, base, LEASE);
+	CHECK(start_server("hc", conf, &sp3) == 0, "handle table: pohmeld "
+	      "starts");
+	CHECK(cl_open(&c, &sp3, 0, 0) == 0, "a session");
+	err = pc_mkobj(&c, POHMEL_OP_MKDIR, &c.root.oid, "hc", 0755, 0, 0,
+		       NULL, &hc, NULL);
+	for (i = 0; i < 2 && !err; i++, nk++)
+		err = hc_keep(&c, &hc.oid, nk, &k[nk]);
+	before = handles_size();
+	t0 = now_s();
+	for (i = 0; i < HC_CYCLES && !err; i++) {
+		for (j = 0; i == HC_CYCLES * 2 / 3 && j < HC_HELPERS && !err;
+		     j++) {
+			hh[j].dir = hc.oid;
+			hh[j].idx = j;
+			err = pthread_create(&hh[j].th, NULL, hc_churn, &hh[j]);
+			if (!err)
+				nh++;
+		}
+		if (i && i % (HC_CYCLES / (HC_KEEP - 2)) == 0 &&
+		    nk < HC_KEEP - 1) {
+			err = hc_keep(&c, &hc.oid, nk, &k[nk]);
+			nk++;
+		}
+		if (!err && i == HC_CYCLES * 5 / 6 && nk > HC_GONE)
+			err = pc_remove(&c, POHMEL_OP_UNLINK, &hc.oid, "k4");
+		if (!err)
+			err = pc_mkobj(&c, POHMEL_OP_CREATE, &hc.oid, "t", 0644,
+				       0, 0, NULL, &f, NULL) ||
+			      pc_remove(&c, POHMEL_OP_UNLINK, &hc.oid, "t");
+		churned[i] = f.oid;
+		if (i % 25 == 0) {
+			long *m = nh ? &max_busy : &max_sz;
+
+			sz = handles_size();
+			if (sz > *m)
+				*m = sz;
+		}
+	}
+	for (j = 0; j < nh; j++) {
+		pthread_join(hh[j].th, NULL);
+		err = err || hh[j].err;
+		i += hh[j].n;
+	}
+	if (!err)
+		err = hc_keep(&c, &hc.oid, nk, &k[nk]);
+	nk++;
+	dt = now_s() - t0;
+	sz = handles_size();
+	CHECK(!err && nk == HC_KEEP, "%d create+unlink cycles (the last third "
+	      "by %d sessions) in %.2f s, %d files made along (k4 removed "
+	      "again)", i, nh + 1, dt, nk);
+	CHECK(max_sz > 0 && max_sz <= HC_BOUND, "STATEDIR/handles: %ld bytes "
+	      "before, at most %ld during %d cycles by one session (bound %d)",
+	      before, max_sz, HC_CYCLES * 2 / 3, HC_BOUND);
+	CHECK(sz > 0 && max_busy <= HC_BOUND_BUSY && sz <= HC_BOUND_BUSY,
+	      "STATEDIR/handles: at most %ld bytes during the last third by "
+	      "%d sessions, %ld after (bound %d)", max_busy, nh + 1, sz,
+	      HC_BOUND_BUSY);
+	if (err) {
+		cl_close(&c);
+		stop_server(&sp3);
+		return;
+	}
+
+	/* Before the restart: the live files resolve, k4 does not. */
+	for (i = 0; i < HC_KEEP && !err; i++) {
+		snprintf(name, sizeof(name), "k%d", i);
+		if (i == HC_GONE)
+			err = pc_getattr(&c, &k[i].oid, &x) != ESTALE;
+		else
+			err = pc_lookup(&c, &hc.oid, name, &x) ||
+			      !same_oid(&x.oid, &k[i].oid) ||
+			      pc_getattr(&c, &k[i].oid, &x);
+	}
+	CHECK(!err, "before the restart: live files keep their (id, gen), "
+	      "k4 ESTALE");
+	cl_close(&c);
+	CHECK(stop_server(&sp3) == 0, "SIGTERM: clean exit");
+	CHECK(start_server("hc", conf, &sp3) == 0 &&
+	      cl_open(&c, &sp3, 0, 0) == 0, "pohmeld restarts on the same "
+	      "state directory");
+	snprintf(p, sizeof(p), "%s/state3/handles.new", base);
+	sz = handles_size();
+	CHECK(sz > 0 && sz <= HC_BOUND && access(p, F_OK) != 0,
+	      "after the restart: STATEDIR/handles %ld bytes, no temp file "
+	      "left", sz);
+
+	err = pc_getattr(&c, &hc.oid, &x) || !same_oid(&x.oid, &hc.oid);
+	for (i = 0; i < HC_KEEP && !err; i++) {
+		snprintf(name, sizeof(name), "k%d", i);
+		if (i == HC_GONE) {
+			err = pc_getattr(&c, &k[i].oid, &x) != ESTALE ||
+			      pc_lookup(&c, &hc.oid, name, &x) != ENOENT;
+			continue;
+		}
+		err = pc_getattr(&c, &k[i].oid, &x) ||
+		      !same_oid(&x.oid, &k[i].oid) ||
+		      pc_lookup(&c, &hc.oid, name, &x) ||
+		      !same_oid(&x.oid, &k[i].oid);
+	}
+	CHECK(!err, "after the restart: hc and the %d live files (made "
+	      "before, during and after the churn) keep their (id, gen); "
+	      "k4, removed after compactions, is ESTALE", HC_KEEP - 1);
+	for (i = 0; i < HC_CYCLES + HC_HELPERS * HC_HCYCLES; i += 7) {
+		const struct woid *o = i < HC_CYCLES ? &churned[i] :
+			&hh[(i - HC_CYCLES) / HC_HCYCLES]
+				.churned[(i - HC_CYCLES) % HC_HCYCLES];
+		int e = pc_getattr(&c, o, &x);
+
+		checked++;
+		if (e == ESTALE)
+			stale++;
+		else if (e == 0)
+			ok++;
+	}
+	CHECK(stale == checked, "after the restart: %d of %d removed files "
+	      "ESTALE (%d resolve)", stale, checked, ok);
+
+	/* No (id, gen) named two objects: the churned, the kept and a few
+	 * made after the restart (inode numbers do come back: gen
+	 * differs). */
+	for (i = 0; i < HC_CYCLES; i++)
+		seen[nseen++] = (struct idgen){ churned[i].id, churned[i].gen };
+	for (j = 0; j < HC_HELPERS; j++)
+		for (i = 0; i < HC_HCYCLES; i++)
+			seen[nseen++] = (struct idgen){ hh[j].churned[i].id,
+							hh[j].churned[i].gen };
+	for (i = 0; i < HC_KEEP; i++)
+		seen[nseen++] = (struct idgen){ k[i].oid.id, k[i].oid.gen };
+	for (i = 0; i < 16 && !err; i++) {
+		snprintf(name, sizeof(name), "n%d", i);
+		err = pc_mkobj(&c, POHMEL_OP_CREATE, &hc.oid, name, 0644, 0, 0,
+			       NULL, &f, NULL) ||
+		      pc_remove(&c, POHMEL_OP_UNLINK, &hc.oid, name);
+		seen[nseen++] = (struct idgen){ f.oid.id, f.oid.gen };
+	}
+	qsort(seen, nseen, sizeof(seen[0]), idgen_cmp);
+	for (i = 1, twice = 0, ids = 1; i < nseen; i++) {
+		if (!idgen_cmp(&seen[i - 1], &seen[i]))
+			twice++;
+		else if (seen[i - 1].id != seen[i].id)
+			ids++;
+	}
+	CHECK(!err && twice == 0, "%d objects, %d distinct ids, %d (id, gen) "
+	      "given twice", nseen, ids, twice);
+	cl_close(&c);
+	CHECK(stop_server(&sp3) == 0, "SIGTERM: clean exit");
+}
+
 int main(int argc, char **argv)
 {
 	char conf[1024];
@@ -740,6 +990,7 @@ int main(int argc, char **argv)
 	t_link();
 	t_stuck_holder();
 	t_overflow();
+	t_compact();
 	CHECK(stop_server(&sp) == 0 && stop_server(&sp2) == 0,
 	      "SIGTERM: clean exits");
 	if (!tap_fail)
