@@ -274,6 +274,7 @@ static int do_auth(struct conn *c, const struct msg *m, uint8_t *out,
 			 .cap = 4096 };
 	uint8_t want[POHMEL_MAC_LEN];
 	uint32_t status;
+	int err = EAGAIN;
 
 	if (c->state != CONN_HELLO)
 		return DISPATCH_DROP;
@@ -289,9 +290,9 @@ static int do_auth(struct conn *c, const struct msg *m, uint8_t *out,
 		}
 	}
 	c->max_msg = c->max_nego;
-	c->sess = session_attach(c->uuid, c->boot_gen);
+	c->sess = session_attach(c->uuid, c->boot_gen, c->peer, &err);
 	if (!c->sess) {
-		reply_finish(&r, EAGAIN, out);
+		reply_finish(&r, (uint32_t)err, out);
 		*outlen = POHMEL_HDR_SIZE;
 		return DISPATCH_CLOSE;
 	}

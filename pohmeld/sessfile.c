@@ -18,6 +18,12 @@
  * crash may lose the tail) fails its checksum: loading stops there.
  * The file is rewritten (tmp + rename) from the live state when it has
  * grown, so its size stays bounded by the cache window.
+ *
+ * What is read back at start is hostile input like anything from the
+ * network: names must be exactly what name_of() writes, only regular
+ * files are opened (no symlinks, no FIFOs to block on), sizes and every
+ * record length are checked before a read, and a file that is refused
+ * is logged with its name and the reason, and removed.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -178,30 +184,97 @@ bool sfile_next(const uint8_t **p, size_t *left, uint32_t *type,
 	return true;
 }
 
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;	/* name_of() writes lower case only */
+}
+
+/* Exactly name_of()'s form: 32 hex digits, '-', 16 hex digits. */
 static int parse_name(const char *s, uint8_t uuid[16], uint64_t *boot_gen)
 {
-	unsigned long long g;
-	unsigned int b;
-	int i;
-	char *end;
+	uint64_t g = 0;
+	int i, hi, lo;
 
 	if (strlen(s) != 32 + 1 + 16 || s[32] != '-')
 		return -1;
 	for (i = 0; i < 16; i++) {
-		if (sscanf(s + 2 * i, "%2x", &b) != 1)
+		hi = hexval(s[2 * i]);
+		lo = hexval(s[2 * i + 1]);
+		if (hi < 0 || lo < 0)
 			return -1;
-		uuid[i] = (uint8_t)b;
+		uuid[i] = (uint8_t)(hi << 4 | lo);
 	}
-	g = strtoull(s + 33, &end, 16);
-	if (*end)
-		return -1;
+	for (i = 33; i < 33 + 16; i++) {
+		hi = hexval(s[i]);
+		if (hi < 0)
+			return -1;
+		g = g << 4 | (uint64_t)hi;
+	}
 	*boot_gen = g;
 	return 0;
 }
 
-/* Hand every session file's contents to fn; drop leftovers of rewrites. */
-void sfile_scan(void (*fn)(const uint8_t uuid[16], uint64_t boot_gen,
-			   const uint8_t *data, size_t len))
+/* Whole file into a fresh buffer; NULL with *why set if refused. */
+static uint8_t *read_whole(const char *name, size_t *len, const char **why)
+{
+	struct stat st;
+	uint8_t *buf;
+	size_t got = 0;
+	ssize_t n;
+	int fd;
+
+	fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+		    O_NONBLOCK | O_NOCTTY);
+	if (fd < 0) {
+		*why = errno == ELOOP ? "a symbolic link" : strerror(errno);
+		return NULL;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		*why = "not a regular file";
+		return NULL;
+	}
+	if (st.st_size < 0 || st.st_size > FILE_MAX) {
+		close(fd);
+		*why = "larger than 64 MiB";
+		return NULL;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		close(fd);
+		*why = "out of memory";
+		return NULL;
+	}
+	while (got < (size_t)st.st_size) {
+		n = pread(fd, buf + got, (size_t)st.st_size - got, (off_t)got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	if (got != (size_t)st.st_size) {
+		free(buf);
+		*why = "unreadable";
+		return NULL;
+	}
+	*len = got;
+	return buf;
+}
+
+/*
+ * Hand every session file's contents to fn; drop leftovers of rewrites.
+ * fn returns false to refuse a file (then it is logged with why and
+ * removed); true with why[0] set keeps it with a warning.
+ */
+void sfile_scan(bool (*fn)(const uint8_t uuid[16], uint64_t boot_gen,
+			   const uint8_t *data, size_t len, char *why,
+			   size_t wl))
 {
 	struct dirent *de;
 	uint8_t uuid[16];
@@ -219,10 +292,10 @@ void sfile_scan(void (*fn)(const uint8_t uuid[16], uint64_t boot_gen,
 		return;
 	}
 	while ((de = readdir(d))) {
-		struct stat st;
+		const char *bad = NULL;
+		char why[256] = "";
 		uint8_t *buf;
-		ssize_t n;
-		int fd;
+		size_t len = 0;
 
 		if (de->d_name[0] == '.')
 			continue;
@@ -230,23 +303,24 @@ void sfile_scan(void (*fn)(const uint8_t uuid[16], uint64_t boot_gen,
 			/* a rewrite that did not reach its rename */
 			if (strstr(de->d_name, ".new"))
 				unlinkat(dir_fd, de->d_name, 0);
+			else
+				log_warn("session file %s: not a session file name, ignored",
+					 de->d_name);
 			continue;
 		}
-		fd = openat(dir_fd, de->d_name, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		buf = NULL;
-		if (!fstat(fd, &st) && S_ISREG(st.st_mode) &&
-		    st.st_size <= FILE_MAX)
-			buf = malloc((size_t)st.st_size + 1);
-		n = buf ? pread(fd, buf, (size_t)st.st_size, 0) : -1;
-		close(fd);
-		if (n >= 0) {
-			fn(uuid, gen, buf, (size_t)n);
-		} else {
-			log_warn("session file %s: unreadable, dropped",
-				 de->d_name);
+		buf = read_whole(de->d_name, &len, &bad);
+		if (!buf) {
+			log_warn("session file %s: %s: dropped", de->d_name,
+				 bad);
 			unlinkat(dir_fd, de->d_name, 0);
+			continue;
+		}
+		if (!fn(uuid, gen, buf, len, why, sizeof(why))) {
+			log_warn("session file %s: %s: dropped", de->d_name,
+				 why[0] ? why : "refused");
+			unlinkat(dir_fd, de->d_name, 0);
+		} else if (why[0]) {
+			log_warn("session file %s: %s", de->d_name, why);
 		}
 		free(buf);
 	}

@@ -28,6 +28,36 @@
  * (at most an entry reply, 240 bytes, plus the cache slot), so about
  * 300 KiB; open handles are limited to MAX_HANDLES. The file is
  * rewritten from that state every REWRITE_RECS records.
+ *
+ * The number of sessions is bounded by max-sessions (pohmeld.conf(5)).
+ * A session without connections is never evicted to make room for
+ * another: it ends only when it has been idle for session-timeout
+ * seconds (each end logged with its uuid and idle time), on BYE, or
+ * when its client comes back with another boot_gen. When the table is
+ * full of sessions that may not end yet, a new session is refused
+ * (AUTH answers EAGAIN: the client retries with backoff) and the
+ * refusal is logged, at most once every REFUSE_LOG_SECS, with the
+ * peer's address; STATS counts sessions_refused and sessions_expired.
+ * So strangers cannot push a client's session out (and make its replay
+ * of a CREATE EXCL answer EEXIST); the price is that a flood of new
+ * sessions locks out *new* clients until session-timeout passes.
+ *
+ * Identity (issue 14): a session is bound to the identity that created
+ * it, as far as one exists today. With the single pre-shared key the
+ * only identity is "holds this key" (or "anyone" with key-file none):
+ * the session records a fingerprint of the key (HMAC-SHA256 of a label
+ * under the key; zeros without a key) in memory and as the first record
+ * of its file, and a file written under another key is refused at load
+ * (a key change does not hand the old key holders' reply caches and
+ * open handles to the new ones). Between holders of the same key the
+ * session's name, (uuid, boot_gen), is the only binding: any key holder
+ * that knows a uuid may claim, or (with another boot_gen) end, that
+ * session, and max-sessions is one pool for all of them. What waits for
+ * per-client keys (issue 16): the fingerprint becomes the client's key
+ * id, a session may only be attached by the identity in its owner
+ * field (else EACCES), and max-sessions becomes a per-identity quota,
+ * so one client can neither claim another's session nor fill the table
+ * for everyone.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,8 +67,9 @@
 #include "pohmeld.h"
 
 #define MAX_HANDLES	4096
-#define MAX_SESSIONS	1024	/* x ~300 KiB worst case each */
 #define REWRITE_RECS	(4 * POHMEL_REPLY_CACHE)
+#define REFUSE_LOG_SECS	10	/* at most one "refused" line per this */
+#define OWNER_LEN	32
 
 /* Records of a session file (sessfile.c frames them). */
 enum {
@@ -47,6 +78,7 @@ enum {
 	SR_ABORT,	/* seq: not executed after all */
 	SR_OPEN,	/* slot, gen, flags, oid: a handle */
 	SR_CLOSE,	/* slot, gen: closed */
+	SR_OWNER,	/* owner fingerprint (OWNER_LEN): who created it */
 };
 
 struct cache_ent {
@@ -78,6 +110,7 @@ struct session {
 	uint8_t uuid[16];
 	uint64_t boot_gen;
 	uint64_t id;
+	uint8_t owner[OWNER_LEN];	/* identity that created it */
 
 	/* Under mu: */
 	pthread_mutex_t mu;
@@ -95,6 +128,37 @@ static pthread_mutex_t sess_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct session *sessions;	/* under sess_mu */
 static int nsessions;			/* under sess_mu */
 static uint64_t next_id = 1;		/* under sess_mu */
+
+/* The identity of this server's clients: see the comment at the top. */
+static uint8_t our_owner[OWNER_LEN];
+static pthread_once_t owner_once = PTHREAD_ONCE_INIT;
+
+static void owner_init(void)
+{
+	static const char label[] = "pohmeld session owner v1";
+
+	if (srv.keylen)
+		hmac_sha256(srv.key, srv.keylen, label, sizeof(label) - 1,
+			    our_owner);
+}
+
+static const uint8_t *owner_id(void)
+{
+	pthread_once(&owner_once, owner_init);
+	return our_owner;
+}
+
+static void uuid_hex(char out[33], const uint8_t uuid[16])
+{
+	static const char hx[] = "0123456789abcdef";
+	int i;
+
+	for (i = 0; i < 16; i++) {
+		out[2 * i] = hx[uuid[i] >> 4];
+		out[2 * i + 1] = hx[uuid[i] & 15];
+	}
+	out[32] = 0;
+}
 
 uint64_t session_id(const struct session *s)
 {
@@ -159,6 +223,7 @@ static int rewrite(struct session *s)
 	fd = sfile_start_rewrite(s->uuid, s->boot_gen);
 	if (fd < 0)
 		return errno ? errno : EIO;
+	err = sfile_append(fd, SR_OWNER, s->owner, OWNER_LEN, NULL, 0);
 	for (i = 0; i < POHMEL_REPLY_CACHE && !err; i++) {
 		const struct cache_ent *e = &s->cache[i];
 
@@ -289,16 +354,27 @@ static bool unlist(struct session *s, bool forget)
 	return --s->refs == 0;
 }
 
-/* Must hold sess_mu. Moves expired sessions onto *dead. */
+/*
+ * Must hold sess_mu. Moves expired sessions onto *dead: the only way a
+ * session without connections is evicted (not to make room).
+ */
 static void reap(struct session **dead)
 {
 	time_t now = time(NULL);
 	struct session *s, *next;
+	char hex[33];
 
 	for (s = sessions; s; s = next) {
 		next = s->next;
 		if (s->nconns == 0 &&
 		    now - s->idle_since >= srv.cfg.session_timeout) {
+			uuid_hex(hex, s->uuid);
+			log_info("session %llu (client %s-%016llx) expired: idle %lld s (session-timeout %d)",
+				 (unsigned long long)s->id, hex,
+				 (unsigned long long)s->boot_gen,
+				 (long long)(now - s->idle_since),
+				 srv.cfg.session_timeout);
+			stats.sessions_expired++;
 			s->refs++;	/* keep it alive for release() */
 			unlist(s, true);
 			s->next = *dead;
@@ -334,6 +410,7 @@ static struct session *session_new(const uint8_t uuid[16], uint64_t boot_gen)
 		return NULL;
 	memcpy(s->uuid, uuid, 16);
 	s->boot_gen = boot_gen;
+	memcpy(s->owner, owner_id(), OWNER_LEN);
 	s->id = next_id++;
 	s->sfd = -1;
 	pthread_mutex_init(&s->mu, NULL);
@@ -347,9 +424,21 @@ static struct session *session_new(const uint8_t uuid[16], uint64_t boot_gen)
 	return s;
 }
 
-struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen)
+/*
+ * peer: the client's address, for the log. NULL with *err = EAGAIN when
+ * the table is full of sessions that may not end yet, ENOMEM without
+ * memory.
+ */
+struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen,
+			       const char *peer, int *err)
 {
+	static time_t refuse_logged;	/* under sess_mu */
+	static unsigned long refuse_quiet;	/* refusals not logged */
 	struct session *s, *dead = NULL;
+	unsigned long quiet = 0;
+	int n = 0, idle = 0;
+	time_t next_end = 0, now;
+	bool full = false, say = false;
 
 	pthread_mutex_lock(&sess_mu);
 	reap(&dead);
@@ -358,34 +447,57 @@ struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen)
 			break;
 	if (s && s->boot_gen != boot_gen) {
 		/* The client rebooted: its old state is void. */
+		log_info("session %llu ended: its client came back with another boot_gen (%s)",
+			 (unsigned long long)s->id, peer ? peer : "?");
 		s->refs++;
 		unlist(s, true);
 		s->next = dead;
 		dead = s;
 		s = NULL;
 	}
-	if (!s && nsessions >= MAX_SESSIONS) {
-		/* Full: the longest idle session without connections goes. */
-		struct session *x, *old = NULL;
+	if (!s && nsessions >= srv.cfg.max_sessions) {
+		/*
+		 * Full. Whatever had been idle for session-timeout went in
+		 * reap(); the rest may not be evicted: refuse.
+		 */
+		struct session *x;
 
-		for (x = sessions; x; x = x->next)
-			if (x->nconns == 0 &&
-			    (!old || x->idle_since < old->idle_since))
-				old = x;
-		if (old) {
-			old->refs++;
-			unlist(old, true);
-			old->next = dead;
-			dead = old;
+		full = true;
+		now = time(NULL);
+		for (x = sessions; x; x = x->next) {
+			time_t end = x->idle_since + srv.cfg.session_timeout;
+
+			if (x->nconns)
+				continue;
+			idle++;
+			if (!next_end || end < next_end)
+				next_end = end;
 		}
-	}
-	if (!s && nsessions < MAX_SESSIONS) {
+		n = nsessions;
+		stats.sessions_refused++;
+		if (now - refuse_logged >= REFUSE_LOG_SECS) {
+			refuse_logged = now;
+			say = true;
+			quiet = refuse_quiet;
+			refuse_quiet = 0;
+		} else {
+			refuse_quiet++;
+		}
+		next_end = next_end ? next_end - now : -1;
+	} else if (!s) {
 		s = session_new(uuid, boot_gen);
 		if (s) {
 			/* a file left by an earlier session of that name
 			 * would mix in; start it empty */
 			sfile_remove(uuid, boot_gen);
 			s->sfd = sfile_open(uuid, boot_gen);
+			if (s->sfd >= 0 &&
+			    sfile_append(s->sfd, SR_OWNER, s->owner, OWNER_LEN,
+					 NULL, 0)) {
+				close(s->sfd);
+				s->sfd = -1;
+				sfile_remove(uuid, boot_gen);
+			}
 		}
 	}
 	if (s) {
@@ -394,6 +506,22 @@ struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen)
 	}
 	pthread_mutex_unlock(&sess_mu);
 	release_dead(dead);
+	if (say) {
+		char when[64], more[64] = "";
+
+		if (next_end >= 0)
+			snprintf(when, sizeof(when), "the first may expire in %lld s",
+				 (long long)next_end);
+		else
+			snprintf(when, sizeof(when), "none may expire while connected");
+		if (quiet)
+			snprintf(more, sizeof(more), " (%lu more refusals since the last line)",
+				 quiet);
+		log_warn("%s: new session refused: all %d sessions (max-sessions) in use, %d of them without connections; %s%s",
+			 peer ? peer : "?", n, idle, when, more);
+	}
+	if (!s)
+		*err = full ? EAGAIN : ENOMEM;
 	return s;
 }
 
@@ -748,21 +876,65 @@ int session_handle_close(struct session *s, uint64_t handle,
 
 /* ---- loading the session files at start ---- */
 
-/* Apply one record to a session being loaded. */
+/*
+ * Every record of a session file is hostile input (a damaged disk, a
+ * crafted file): NULL if the record is one pohmeld could have written,
+ * else what is wrong with it. Lengths are checked before anything is
+ * read from the body.
+ */
+static const char *rec_check(uint32_t type, const uint8_t *b, uint32_t n)
+{
+	switch (type) {
+	case SR_BEGIN:
+	case SR_ABORT:
+		if (n != 8)
+			return "length is not 8";
+		return get64(b) ? NULL : "sequence number 0";
+	case SR_REPLY:
+		if (n < 16)
+			return "shorter than 16 bytes";
+		if (!get64(b))
+			return "sequence number 0";
+		return get32(b + 12) ? "reserved field not zero" : NULL;
+	case SR_OPEN:
+		if (n != 32)
+			return "length is not 32";
+		if (get32(b) >= MAX_HANDLES)
+			return "handle slot out of range";
+		if (!get32(b + 4))
+			return "handle generation 0";
+		return get32(b + 12) ? "reserved field not zero" : NULL;
+	case SR_CLOSE:
+		if (n != 8)
+			return "length is not 8";
+		return get32(b) >= MAX_HANDLES ? "handle slot out of range" :
+		       NULL;
+	case SR_OWNER:
+		if (n != OWNER_LEN)
+			return "owner length is wrong";
+		return memcmp(b, owner_id(), OWNER_LEN) ?
+		       "written for a client of another key" : NULL;
+	default:
+		return "unknown record type";
+	}
+}
+
+/* Apply one record, checked by rec_check(), to a session being loaded. */
 static void restore_rec(struct session *s, uint32_t type, const uint8_t *b,
 			uint32_t n)
 {
 	struct cache_ent *e;
 	struct handle_ent *h;
-	uint64_t seq = n >= 8 ? get64(b) : 0;
+	uint64_t seq;
 	uint32_t slot;
 
+	if (rec_check(type, b, n))
+		return;		/* never: restore() refused the file */
 	switch (type) {
 	case SR_BEGIN:
 	case SR_REPLY:
 	case SR_ABORT:
-		if (!seq || (type == SR_REPLY ? n < 16 : n != 8))
-			return;
+		seq = get64(b);
 		e = &s->cache[seq % POHMEL_REPLY_CACHE];
 		if (e->seq > seq)
 			return;	/* never written in this order; ignore */
@@ -792,8 +964,7 @@ static void restore_rec(struct session *s, uint32_t type, const uint8_t *b,
 	case SR_OPEN:
 	case SR_CLOSE:
 		slot = get32(b);
-		if (n != (type == SR_OPEN ? 32U : 8U) || slot >= MAX_HANDLES ||
-		    handles_grow(s, slot + 1))
+		if (handles_grow(s, slot + 1))
 			return;
 		h = &s->handles[slot];
 		if (type == SR_CLOSE) {
@@ -812,26 +983,64 @@ static void restore_rec(struct session *s, uint32_t type, const uint8_t *b,
 	}
 }
 
-static void restore(const uint8_t uuid[16], uint64_t boot_gen,
-		    const uint8_t *data, size_t len)
+/*
+ * One session file (sfile_scan): false refuses it (the caller logs why
+ * and removes it), true keeps it, with a warning if why[0]. The whole
+ * file is checked before anything of it is used: a file with one bad
+ * record is not half loaded.
+ */
+static bool restore(const uint8_t uuid[16], uint64_t boot_gen,
+		    const uint8_t *data, size_t len, char *why, size_t wl)
 {
-	const uint8_t *body;
-	struct session *s;
-	uint32_t type, blen;
+	const uint8_t *p = data, *body;
+	size_t left = len, off;
+	struct session *s, *x;
+	uint32_t type, blen, nrec = 0;
+	const char *bad;
 	int err;
 
+	for (;;) {
+		off = len - left;
+		if (!sfile_next(&p, &left, &type, &body, &blen))
+			break;
+		bad = rec_check(type, body, blen);
+		if (bad) {
+			snprintf(why, wl, "record %u at offset %zu (type %u, %u bytes): %s",
+				 nrec, off, type, blen, bad);
+			return false;
+		}
+		nrec++;
+	}
+	if (left)
+		snprintf(why, wl, "damaged or torn record at offset %zu (%zu bytes to the end) ignored, %u records before it kept",
+			 len - left, left, nrec);
+
 	pthread_mutex_lock(&sess_mu);
-	s = nsessions < MAX_SESSIONS ? session_new(uuid, boot_gen) : NULL;
+	for (x = sessions; x; x = x->next)
+		if (!memcmp(x->uuid, uuid, 16))
+			break;
+	if (x) {
+		pthread_mutex_unlock(&sess_mu);
+		snprintf(why, wl, "a file of the same client uuid (boot_gen %016llx) is loaded already",
+			 (unsigned long long)x->boot_gen);
+		return false;
+	}
+	if (nsessions >= srv.cfg.max_sessions) {
+		pthread_mutex_unlock(&sess_mu);
+		snprintf(why, wl, "more session files than max-sessions (%d)",
+			 srv.cfg.max_sessions);
+		return false;
+	}
+	s = session_new(uuid, boot_gen);
 	pthread_mutex_unlock(&sess_mu);
 	if (!s) {
-		sfile_remove(uuid, boot_gen);
-		return;
+		snprintf(why, wl, "out of memory");
+		return false;
 	}
-	while (sfile_next(&data, &len, &type, &body, &blen))
+	p = data;
+	left = len;
+	while (sfile_next(&p, &left, &type, &body, &blen))
 		restore_rec(s, type, body, blen);
-	if (len)
-		log_warn("session %llu: damaged tail of its file ignored",
-			 (unsigned long long)s->id);
 	/* Rewritten at once: appends after a damaged tail would be lost. */
 	pthread_mutex_lock(&s->mu);
 	err = rewrite(s);
@@ -839,6 +1048,7 @@ static void restore(const uint8_t uuid[16], uint64_t boot_gen,
 	if (err)
 		log_warn("session %llu: state file: %s: not kept across another restart",
 			 (unsigned long long)s->id, strerror(err));
+	return true;
 }
 
 /*

@@ -34,7 +34,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	static const uint8_t uuid[16] = { 1, 2, 3 };
 	char p[128];
-	int sv[2], fd;
+	int sv[2], fd, err;
 
 	(void)argc;
 	(void)argv;
@@ -70,7 +70,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	c = malloc(sizeof(*c));
 	conn_init_struct(c, sv[0]);
 	snprintf(c->peer, sizeof(c->peer), "fuzz");
-	sess = session_attach(uuid, 1);
+	sess = session_attach(uuid, 1, c->peer, &err);
 	out = malloc(POHMEL_HDR_SIZE + POHMEL_MAX_MSG);
 	return 0;
 }

@@ -693,6 +693,320 @@ static void t_persist_rewrite(void)
 	pc_disconnect(&c);
 }
 
+/* ---- hostile session files and session-table floods (issue 14) ---- */
+
+/* The name sessfile.c gives session (uuid, gen), under dir. */
+static void sfile_path(char *buf, size_t n, const char *dir,
+		       const uint8_t uuid[16], uint64_t gen)
+{
+	int i, off = snprintf(buf, n, "%s/", dir);
+
+	for (i = 0; i < 16; i++)
+		off += snprintf(buf + off, n - (size_t)off, "%02x", uuid[i]);
+	snprintf(buf + off, n - (size_t)off, "-%016llx",
+		 (unsigned long long)gen);
+}
+
+/* One record framed as sessfile.c does, with declared length dlen and
+ * blen body bytes (a checksum over what is there); returns its size. */
+static size_t rec_put(uint8_t *out, uint32_t type, uint32_t dlen,
+		      const uint8_t *body, uint32_t blen)
+{
+	uint32_t x = 2166136261U, i;
+
+	put32(out, type);
+	put32(out + 4, dlen);
+	if (blen)
+		memcpy(out + 16, body, blen);
+	for (i = 0; i < 16 + blen; i++) {
+		if (i >= 8 && i < 16)
+			continue;
+		x ^= out[i];
+		x *= 16777619U;
+	}
+	put32(out + 8, x);
+	put32(out + 12, 0);
+	return 16 + blen;
+}
+
+static int put_file(const char *path, const uint8_t *b, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	bool ok = fd >= 0 && write(fd, b, n) == (ssize_t)n;
+
+	if (fd >= 0)
+		close(fd);
+	return ok ? 0 : -1;
+}
+
+/* Does the server log NAME.log contain all of the given strings on one
+ * line? */
+static bool log_has(const char *name, const char *a, const char *b)
+{
+	char path[300], line[2048];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s.log", base, name);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, a) && (!b || strstr(line, b));
+	fclose(f);
+	return found;
+}
+
+/*
+ * Crafted files in STATEDIR/sessions: pohmeld (ASan) starts, logs each
+ * bad file by name with what is wrong, drops it, serves, and exits 0.
+ * The 16-byte file (a lone OPEN header, body length 0) was a heap
+ * overflow in restore_rec.
+ */
+static void t_hostile_files(void)
+{
+	enum { BEGIN = 1, REPLY, ABORT, OPEN, CLOSE, OWNER };
+	static const char *what[] = {
+		"length is not 32",		/* 0: 16-byte file */
+		"length is not 32",		/* 1: OPEN cut to 4 bytes */
+		"damaged or torn record",	/* 2: length > file */
+		"unknown record type",		/* 3 */
+		"handle slot out of range",	/* 4: huge slot */
+		"damaged or torn record",	/* 5: length 0xffffffff */
+		"shorter than 16 bytes",	/* 6: REPLY of 8 */
+		"length is not 8",		/* 7: BEGIN of 9 */
+		"another key",			/* 8: foreign owner */
+		"not a regular file",		/* 9: FIFO */
+		"a symbolic link",		/* 10 */
+		"sequence number 0",		/* 11 */
+	};
+	enum { NBAD = sizeof(what) / sizeof(what[0]) };
+	static const uint8_t good_uuid[16] = "good-file-sess!";
+	char dir[200], path[NBAD + 1][300], s[8192];
+	uint8_t buf[256], body[64], uuid[16];
+	struct pc c;
+	size_t n;
+	int i;
+
+	CHECK(stop_server(&sp) == 0, "SIGTERM: clean exit 0");
+	snprintf(dir, sizeof(dir), "%s/state/sessions", base);
+	for (i = 0; i < NBAD; i++) {
+		memset(uuid, 0, 16);
+		memcpy(uuid, "hostile-file", 12);
+		uuid[15] = (uint8_t)i;
+		sfile_path(path[i], sizeof(path[i]), dir, uuid, 3);
+	}
+	memset(body, 0, sizeof(body));
+	/* 0: 16 bytes: an OPEN header whose body (the slot) is not there */
+	n = rec_put(buf, OPEN, 0, NULL, 0);
+	CHECK(n == 16 && put_file(path[0], buf, n) == 0, "(16-byte file)");
+	/* 1: OPEN cut to 4 bytes, checksum right */
+	n = rec_put(buf, OPEN, 4, body, 4);
+	CHECK(put_file(path[1], buf, n) == 0, "(truncated OPEN record)");
+	/* 2: declared length beyond the end of the file */
+	n = rec_put(buf, REPLY, 1000, body, 24);
+	CHECK(put_file(path[2], buf, n) == 0, "(length > file)");
+	/* 3: a type pohmeld never writes */
+	put64(body, 5);
+	n = rec_put(buf, 77, 8, body, 8);
+	CHECK(put_file(path[3], buf, n) == 0, "(unknown type)");
+	/* 4: huge handle slot */
+	memset(body, 0, sizeof(body));
+	put32(body, 0xffffffffU);
+	put32(body + 4, 1);
+	n = rec_put(buf, OPEN, 32, body, 32);
+	CHECK(put_file(path[4], buf, n) == 0, "(huge slot)");
+	/* 5: huge declared length */
+	n = rec_put(buf, REPLY, 0xffffffffU, body, 16);
+	CHECK(put_file(path[5], buf, n) == 0, "(length 0xffffffff)");
+	/* 6: REPLY too short; 7: BEGIN too long */
+	put64(body, 9);
+	n = rec_put(buf, REPLY, 8, body, 8);
+	CHECK(put_file(path[6], buf, n) == 0, "(short REPLY)");
+	n = rec_put(buf, BEGIN, 9, body, 9);
+	CHECK(put_file(path[7], buf, n) == 0, "(long BEGIN)");
+	/* 8: an owner record of another key */
+	memset(body, 0x55, 32);
+	n = rec_put(buf, OWNER, 32, body, 32);
+	CHECK(put_file(path[8], buf, n) == 0, "(foreign owner)");
+	/* 9: a FIFO (opening it would block), 10: a symlink */
+	CHECK(mkfifo(path[9], 0600) == 0, "(FIFO)");
+	CHECK(symlink("/etc/passwd", path[10]) == 0, "(symlink)");
+	/* 11: seq 0 */
+	memset(body, 0, sizeof(body));
+	n = rec_put(buf, BEGIN, 8, body, 8);
+	CHECK(put_file(path[11], buf, n) == 0, "(seq 0)");
+	/* A good file: a cached CREATE reply for seq 77, then a torn tail */
+	sfile_path(path[NBAD], sizeof(path[NBAD]), dir, good_uuid, 5);
+	memset(body, 0, sizeof(body));
+	put64(body, 77);
+	n = rec_put(buf, REPLY, 16, body, 16);
+	n += rec_put(buf + n, BEGIN, 8, body, 8);
+	CHECK(put_file(path[NBAD], buf, n - 3) == 0,
+	      "(good file: REPLY seq 77, torn BEGIN)");
+	{
+		char odd[300];
+
+		snprintf(odd, sizeof(odd), "%s/%s", dir,
+			 "ABCDEF00000000000000000000000000-0000000000000003");
+		CHECK(put_file(odd, buf, 16) == 0, "(upper-case name)");
+	}
+
+	if (start_server("sess6", conf_text, &sp)) {
+		/* crashed, or hangs (on the FIFO): no further checks, and
+		 * the rest of the suite runs on a clean directory */
+		CHECK(0, "pohmeld starts with crafted session files");
+		if (sp.pid > 0)
+			kill_server(&sp);
+		for (i = 0; i <= NBAD; i++)
+			unlink(path[i]);
+		CHECK(start_server("sess7", conf_text, &sp) == 0,
+		      "start without them");
+		return;
+	}
+	CHECK(1, "pohmeld starts with crafted session files");
+	CHECK(cl_open(&c, &sp, 0, 0) == 0 && pc_ping(&c) == 0 &&
+	      pc_stats(&c, s, sizeof(s)) == 0, "and serves");
+	cl_close(&c);
+	for (i = 0; i < NBAD; i++) {
+		const char *name = strrchr(path[i], '/') + 1;
+		struct stat st;
+
+		CHECK(log_has("sess6", name, what[i]),
+		      "file %d logged by name: %s", i, what[i]);
+		if (i == 2 || i == 5)
+			continue;	/* kept, empty: a torn tail */
+		CHECK(lstat(path[i], &st) == -1 && errno == ENOENT,
+		      "file %d dropped", i);
+	}
+	CHECK(log_has("sess6", strrchr(path[NBAD], '/') + 1,
+		      "damaged or torn record at offset 32"),
+	      "good file: its torn tail is logged");
+	CHECK(log_has("sess6", "ABCDEF", "not a session file name"),
+	      "a file of another name is logged, ignored");
+	CHECK(sess_open(&c, good_uuid, 5) == 0 &&
+	      create_seq(&c, 77, "never-made") == 0,
+	      "the good file's session answers seq 77 from its cache");
+	{
+		struct stat st;
+
+		CHECK(lstat_rel("never-made", &st) == -1,
+		      "(not executed)");
+	}
+	pc_bye(&c);
+	pc_disconnect(&c);
+	CHECK(stop_server(&sp) == 0, "SIGTERM after crafted files: exit 0");
+	CHECK(start_server("sess7", conf_text, &sp) == 0, "start again");
+}
+
+/*
+ * A flood of new sessions must not evict a disconnected client's
+ * session: with max-sessions 16, a victim runs CREATE EXCL seq 10 and
+ * drops its connection without BYE; 40 sessions with fresh uuids
+ * follow. Only 15 fit; the rest are refused (EAGAIN, logged with the
+ * address); the victim's replay is answered from its cache, not EEXIST.
+ * Then, with session-timeout 1, the idle sessions expire, each logged
+ * with its uuid and idle time.
+ */
+static void t_session_flood(void)
+{
+	static const uint8_t vuuid[16] = "flood-victim!!!";
+	char conf[1024], edir[200], s[8192], hex[40];
+	struct srvproc fp = { 0, 0 };
+	struct woid saved = root;
+	struct pc v, a;
+	int i, ok = 0, refused = 0, other = 0;
+
+	snprintf(edir, sizeof(edir), "%s/flood", base);
+	CHECK(mkdir(edir, 0755) == 0, "(flood export)");
+	snprintf(conf, sizeof(conf),
+		 "export / %s rw no_root_squash\nstate-dir %s/flood-state\n"
+		 "key-file none\nmax-sessions 16\nsession-timeout 600\n",
+		 edir, base);
+	if (start_server("flood", conf, &fp)) {
+		CHECK(0, "pohmeld with max-sessions 16");
+		if (fp.pid > 0)
+			kill_server(&fp);
+		return;
+	}
+	CHECK(1, "pohmeld with max-sessions 16");
+
+	CHECK(pc_init(&v) == 0, "(victim)");
+	memcpy(v.uuid, vuuid, 16);
+	v.boot_gen = 1;
+	CHECK(pc_connect(&v, "127.0.0.1", fp.port) == 0 &&
+	      pc_handshake(&v) == 0, "victim: session");
+	root = v.root.oid;
+	CHECK(create_seq(&v, 10, "victim") == 0, "victim: CREATE EXCL seq 10");
+	pc_disconnect(&v);	/* no BYE: the session stays */
+	/* the longest idle by a second or more: what eviction of the least
+	 * recently used session (before issue 14) took first */
+	sleep(2);
+
+	for (i = 0; i < 40; i++) {
+		int err;
+
+		if (pc_init(&a))
+			break;
+		err = pc_connect(&a, "127.0.0.1", fp.port);
+		if (!err)
+			err = pc_handshake(&a);
+		if (!err)
+			ok++;
+		else if (err == EAGAIN)
+			refused++;
+		else
+			other++;
+		pc_disconnect(&a);
+	}
+	CHECK(ok == 15 && refused == 25 && other == 0,
+	      "40 fresh sessions: 15 fit, 25 refused EAGAIN (%d, %d, %d)",
+	      ok, refused, other);
+
+	CHECK(pc_init(&v) == 0, "(victim again)");
+	memcpy(v.uuid, vuuid, 16);
+	v.boot_gen = 1;
+	CHECK(pc_connect(&v, "127.0.0.1", fp.port) == 0 &&
+	      pc_handshake(&v) == 0, "victim reconnects to its session");
+	CHECK(create_seq(&v, 10, "victim") == 0,
+	      "victim's replayed CREATE EXCL: cached reply, not EEXIST");
+	CHECK(create_seq(&v, 11, "victim") == EEXIST,
+	      "a new seq executes: EEXIST");
+	CHECK(pc_stats(&v, s, sizeof(s)) == 0 &&
+	      strstr(s, "sessions 16\n") && strstr(s, "sessions_refused 25\n"),
+	      "STATS: 16 sessions, sessions_refused 25");
+	pc_disconnect(&v);
+	CHECK(log_has("flood", "127.0.0.1", "new session refused: all 16 sessions"),
+	      "the refusal is logged with the peer's address");
+	CHECK(stop_server(&fp) == 0, "SIGTERM: exit 0");
+
+	/* Restart with session-timeout 1: all 16 come back, expire. */
+	snprintf(conf, sizeof(conf),
+		 "export / %s rw no_root_squash\nstate-dir %s/flood-state\n"
+		 "key-file none\nmax-sessions 16\nsession-timeout 1\n",
+		 edir, base);
+	if (start_server("flood2", conf, &fp)) {
+		CHECK(0, "restart with session-timeout 1");
+		if (fp.pid > 0)
+			kill_server(&fp);
+		root = saved;
+		return;
+	}
+	CHECK(1, "restart with session-timeout 1");
+	sleep(2);
+	CHECK(cl_open(&a, &fp, 0, 0) == 0, "after the timeout a new session fits");
+	CHECK(pc_stats(&a, s, sizeof(s)) == 0 &&
+	      strstr(s, "sessions 1\n") && strstr(s, "sessions_expired 16\n"),
+	      "STATS: the 16 idle sessions expired");
+	pc_disconnect(&a);
+	for (i = 0; i < 16; i++)
+		snprintf(hex + 2 * i, 3, "%02x", vuuid[i]);
+	CHECK(log_has("flood2", hex, "expired: idle "),
+	      "the victim's expiry is logged with its uuid and idle time");
+	CHECK(stop_server(&fp) == 0, "SIGTERM: exit 0");
+	root = saved;
+}
+
 static void t_cli(void)
 {
 	char cmd[1024], out[600], buf[512] = "";
@@ -766,6 +1080,8 @@ int main(int argc, char **argv)
 	t_restart();
 	t_persist();
 	t_persist_rewrite();
+	t_hostile_files();
+	t_session_flood();
 	t_cli();
 	{
 		/* SIGTERM while a LOCK waits: it is answered EINTR, the
