@@ -7,7 +7,10 @@
  *   key-file /etc/pohmelfs/key
  *   state-dir /var/lib/pohmeld
  *   max-connections 1024
+ *   max-connections-per-address 128
+ *   handshake-timeout 10
  *   session-timeout 600
+ *   max-sessions 1024
  *   grant-lease 10
  *   export / /srv/pohmel rw root_squash allow=127.0.0.0/8,::1/128
  *
@@ -28,7 +31,10 @@ void config_defaults(struct config *cf)
 	snprintf(cf->key_file, sizeof(cf->key_file), "/etc/pohmelfs/key");
 	snprintf(cf->state_dir, sizeof(cf->state_dir), "/var/lib/pohmeld");
 	cf->max_conns = 1024;
+	cf->max_conns_per_addr = 128;
+	cf->handshake_timeout = 10;
 	cf->session_timeout = 600;
+	cf->max_sessions = 1024;
 	cf->grant_lease = 10;
 	cf->ex.root_squash = true;
 	cf->ex.anon_uid = 65534;
@@ -232,7 +238,10 @@ static int config_line(struct config *cf, char *line, char *err,
 	extra = strtok_r(NULL, " \t", &save);
 	if (!strcmp(kw, "port") || !strcmp(kw, "key-file") ||
 	    !strcmp(kw, "state-dir") || !strcmp(kw, "max-connections") ||
-	    !strcmp(kw, "session-timeout") || !strcmp(kw, "grant-lease")) {
+	    !strcmp(kw, "session-timeout") || !strcmp(kw, "grant-lease") ||
+	    !strcmp(kw, "max-sessions") ||
+	    !strcmp(kw, "max-connections-per-address") ||
+	    !strcmp(kw, "handshake-timeout")) {
 		if (!arg) {
 			snprintf(err, errlen, "'%s' needs a value", kw);
 			return -1;
@@ -258,6 +267,25 @@ static int config_line(struct config *cf, char *line, char *err,
 			return -1;
 		}
 		cf->max_conns = (int)v;
+	} else if (!strcmp(kw, "max-connections-per-address")) {
+		if (parse_u32(arg, &v) || v > 65536) {
+			snprintf(err, errlen,
+				 "bad max-connections-per-address '%s'", arg);
+			return -1;
+		}
+		cf->max_conns_per_addr = (int)v;
+	} else if (!strcmp(kw, "handshake-timeout")) {
+		if (parse_u32(arg, &v) || v > 3600) {
+			snprintf(err, errlen, "bad handshake-timeout '%s'", arg);
+			return -1;
+		}
+		cf->handshake_timeout = (int)v;
+	} else if (!strcmp(kw, "max-sessions")) {
+		if (parse_u32(arg, &v) || v == 0 || v > 65536) {
+			snprintf(err, errlen, "bad max-sessions '%s'", arg);
+			return -1;
+		}
+		cf->max_sessions = (int)v;
 	} else if (!strcmp(kw, "session-timeout")) {
 		if (parse_u32(arg, &v) || v > 86400 * 7) {
 			snprintf(err, errlen, "bad session-timeout '%s'", arg);

@@ -86,7 +86,10 @@ struct config {
 	bool key_file_set;
 	char state_dir[4096];
 	int max_conns;
+	int max_conns_per_addr;	/* per client address (IPv4 /32, IPv6 /128) */
+	int handshake_timeout;	/* seconds to finish HELLO and AUTH */
 	int session_timeout;	/* seconds a detached session is kept */
+	int max_sessions;	/* sessions kept at once (session.c) */
 	int grant_lease;	/* seconds a RECALL may go unacked */
 };
 void config_defaults(struct config *cf);
@@ -121,7 +124,12 @@ struct stats {
 	atomic_ullong proto_errors;
 	atomic_ullong auth_failures;
 	atomic_ullong replays;
+	atomic_ullong sessions_refused;	/* max-sessions reached */
+	atomic_ullong sessions_expired;	/* idle for session-timeout */
 	atomic_ullong refused;
+	atomic_ullong refused_max_conns;	/* max-connections reached */
+	atomic_ullong refused_per_addr;	/* max-connections-per-address */
+	atomic_ullong handshake_timeouts;
 };
 extern struct stats stats;
 const char *op_name(unsigned int op);
@@ -160,8 +168,9 @@ int sfile_start_rewrite(const uint8_t uuid[16], uint64_t boot_gen);
 int sfile_commit(const uint8_t uuid[16], uint64_t boot_gen);
 bool sfile_next(const uint8_t **p, size_t *left, uint32_t *type,
 		const uint8_t **body, uint32_t *blen);
-void sfile_scan(void (*fn)(const uint8_t uuid[16], uint64_t boot_gen,
-			   const uint8_t *data, size_t len));
+void sfile_scan(bool (*fn)(const uint8_t uuid[16], uint64_t boot_gen,
+			   const uint8_t *data, size_t len, char *why,
+			   size_t wl));
 
 /* ---- change.c: the change attribute ---- */
 void change_init(uint64_t boot_gen);
@@ -173,7 +182,8 @@ uint64_t change_of(uint64_t id, const struct stat *st);
 
 /* ---- session.c: sessions, reply cache, open handles ---- */
 struct session;
-struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen);
+struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen,
+			       const char *peer, int *err);
 void session_detach(struct session *s);
 void session_end(struct session *s);
 uint64_t session_id(const struct session *s);
@@ -229,6 +239,9 @@ struct conn {
 	struct work *dq_head, *dq_tail;
 	bool dq_running;		/* a worker runs the queue */
 	struct conn *next, *prev;	/* conns list, under conns_mu */
+	struct timespec hs_deadline;	/* CLOCK_MONOTONIC: AUTH by then */
+	uint8_t addr[16];		/* client address, v4 as v4-mapped */
+	bool addr_counted;		/* in the per-address table */
 };
 int conn_start(int fd, const struct sockaddr *sa, socklen_t salen);
 int conn_send(struct conn *c, const void *buf, size_t len);

@@ -58,7 +58,17 @@ size_t stats_format(char *buf, size_t cap)
 	     (unsigned long long)stats.proto_errors);
 	EMIT("auth_failures %llu\n", (unsigned long long)stats.auth_failures);
 	EMIT("replays %llu\n", (unsigned long long)stats.replays);
+	EMIT("sessions_refused %llu\n",
+	     (unsigned long long)stats.sessions_refused);
+	EMIT("sessions_expired %llu\n",
+	     (unsigned long long)stats.sessions_expired);
 	EMIT("refused %llu\n", (unsigned long long)stats.refused);
+	EMIT("refused_max_connections %llu\n",
+	     (unsigned long long)stats.refused_max_conns);
+	EMIT("refused_per_address %llu\n",
+	     (unsigned long long)stats.refused_per_addr);
+	EMIT("handshake_timeouts %llu\n",
+	     (unsigned long long)stats.handshake_timeouts);
 	for (i = 1; i < POHMEL_OP_MAX; i++) {
 		unsigned long long ops = stats.ops[i], errs = stats.errors[i];
 
