@@ -4,10 +4,35 @@
  * they hold between clients) and recorded locally afterwards (so close
  * and exit release them through the usual VFS paths).
  */
+#include <linux/cache.h>
 #include <linux/fs.h>
+#include <linux/random.h>
 #include <linux/sched.h>
+#include <linux/siphash.h>
 
 #include "pohmel.h"
+
+/*
+ * An owner goes on the wire as an opaque id, never as the kernel address
+ * that identifies it here: a keyed hash of the address, under a key drawn
+ * when the module loads. Stable for as long as the owner lives, distinct
+ * for distinct owners but by a 2^-64 chance, and no use for finding the
+ * address without the key. flock owners (open files) and POSIX owners
+ * (files_struct, or the file of an OFD lock) hash in separate domains.
+ */
+static siphash_key_t owner_key __ro_after_init;
+
+enum { OWNER_POSIX = 1, OWNER_FLOCK = 2 };
+
+void __init pohmel_lock_init(void)
+{
+	get_random_bytes(&owner_key, sizeof(owner_key));
+}
+
+static u64 wire_owner(const void *owner, u64 domain)
+{
+	return siphash_2u64((u64)(uintptr_t)owner, domain, &owner_key);
+}
 
 static u32 wire_type(int type)
 {
@@ -70,7 +95,7 @@ static int server_lock(struct file *file, struct file_lock *fl, u64 owner,
 
 int pohmel_lock(struct file *file, int cmd, struct file_lock *fl)
 {
-	u64 owner = (u64)(uintptr_t)pohmel_fl_owner(fl);
+	u64 owner = wire_owner(pohmel_fl_owner(fl), OWNER_POSIX);
 	u32 flags = 0;
 	int err;
 
@@ -87,7 +112,7 @@ int pohmel_lock(struct file *file, int cmd, struct file_lock *fl)
 
 int pohmel_flock(struct file *file, int cmd, struct file_lock *fl)
 {
-	u64 owner = (u64)(uintptr_t)file;
+	u64 owner = wire_owner(file, OWNER_FLOCK);
 	u32 flags = POHMEL_LOCK_FLOCK;
 	int err;
 

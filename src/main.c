@@ -56,6 +56,7 @@ static int __init pohmel_init(void)
 	int err;
 
 	pohmel_check_layout();
+	pohmel_lock_init();
 	err = pohmel_inode_cache_init();
 	if (err)
 		return err;

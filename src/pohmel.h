@@ -226,6 +226,7 @@ int pohmel_set_acl(POHMEL_SET_ACL_PARAMS);
 int pohmel_acl_create_mode(struct inode *dir, umode_t *mode);
 
 /* lock.c */
+void pohmel_lock_init(void);
 int pohmel_lock(struct file *file, int cmd, struct file_lock *fl);
 int pohmel_flock(struct file *file, int cmd, struct file_lock *fl);
 

@@ -36,6 +36,8 @@ static void usage(FILE *f)
 "  ln -s TARGET PATH | readlink PATH | chmod MODE PATH | truncate SIZE PATH\n"
 "  setfattr NAME VALUE PATH | getfattr [NAME] PATH | rmfattr NAME PATH\n"
 "  lock [-s] [-w] PATH   (holds the lock until stdin reaches EOF)\n"
+"  locktest [-s] [-f] PATH   (who holds a lock that conflicts with one\n"
+"                            on the whole file: owner, pid, or unlocked)\n"
 "options: -p port (default %d), -k key file (default /etc/pohmelfs/key\n"
 "if it exists, \"none\" for no key), -u/-g caller uid/gid (default 0)\n",
 		POHMEL_DEFAULT_PORT);
@@ -314,6 +316,44 @@ static int do_lock(int argc, char **argv)
 	return err ? fail(argv[argc - 1], err) : 0;
 }
 
+/* LOCK TEST of a whole-file lock: prints the conflicting lock or "unlocked" */
+static int do_locktest(int argc, char **argv)
+{
+	uint32_t type = POHMEL_LOCK_WR, flags = POHMEL_LOCK_TEST;
+	struct pc_lock l;
+	struct wattr a;
+	int i, err;
+
+	for (i = 1; i < argc - 1; i++) {
+		if (!strcmp(argv[i], "-s"))
+			type = POHMEL_LOCK_RD;
+		else if (!strcmp(argv[i], "-f"))
+			flags |= POHMEL_LOCK_FLOCK;
+		else
+			argc = 0;
+	}
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	err = pc_walk(&pc, argv[argc - 1], &a);
+	if (!err)
+		err = pc_lock(&pc, &a.oid, (uint64_t)getpid(), 0, 0, type,
+			      flags, (uint32_t)getpid(), &l);
+	if (err)
+		return fail(argv[argc - 1], err);
+	if (l.type == POHMEL_LOCK_UN) {
+		printf("unlocked\n");
+		return 0;
+	}
+	printf("owner 0x%016llx pid %u %s %s start %llu len %llu\n",
+	       (unsigned long long)l.owner, l.pid,
+	       l.flags & POHMEL_LOCK_FLOCK ? "flock" : "posix",
+	       l.type == POHMEL_LOCK_RD ? "read" : "write",
+	       (unsigned long long)l.start, (unsigned long long)l.len);
+	return 0;
+}
+
 static int run(int argc, char **argv)
 {
 	char buf[65536];
@@ -443,6 +483,8 @@ static int run(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "lock"))
 		return do_lock(argc, argv);
+	if (!strcmp(cmd, "locktest"))
+		return do_locktest(argc, argv);
 	usage(stderr);
 	return 2;
 #undef NEED

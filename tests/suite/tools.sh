@@ -3,7 +3,8 @@
 #   tar extract of a real tree + diff -r / tar --compare through the other mount,
 #   git init/add/commit/status/gc/fsck/clone, rsync -a round trip (and a no-op
 #   second pass), fio with crc32c verification (buffered and O_DIRECT),
-#   setfacl/getfacl round trip.
+#   setfacl/getfacl round trip; lock owners reach the server as opaque ids
+#   (pohmel locktest, guest only).
 # Usage: tools.sh W1 W2 SCRATCH [local]  (env POHMEL_TOOLS_TREE: tree to copy, default /usr/include)
 w1=$1 w2=$2 scratch=$3 local=${4:-}
 . "$(dirname "$0")/lib.sh"
@@ -122,5 +123,46 @@ if have setfacl && have getfacl; then
 	check "getfacl: gone on mount 1" sh -c "! getfacl -cn '$w1/acl.file' | grep -q '^user:65534'"
 else
 	skip "setfacl/getfacl round trip" "acl tools not installed"
+fi
+
+# --- pohmel locktest: lock owners as the server got them ---
+# An fcntl write lock and a flock held on mount 1; the server must know
+# their owners by opaque ids, not by kernel addresses (x86-64: upper half).
+if [ -n "$local" ] || [ -z "${POHMEL_EXPORT:-}" ] || ! have pohmel || ! have perl; then
+	skip "pohmel locktest: lock owners on the wire" "needs the guest's mounts and server, pohmel, perl"
+else
+	rel=${w1#"$POHMEL_MNT1"}
+	: >"$w1/lk.posix"
+	: >"$w1/lk.flock"
+	perl -MFcntl -e 'open(F, "+<", $ARGV[0]) or die "$!";
+		my $fl = pack("s s x4 q q i x4", F_WRLCK, 0, 0, 0, 0);	# struct flock, x86-64
+		fcntl(F, F_SETLK, $fl) or die "F_SETLK: $!"; sleep 60' "$w1/lk.posix" &
+	posix_pid=$!
+	perl -MFcntl=:flock -e 'open(F, "<", $ARGV[0]) or die "$!";
+		flock(F, LOCK_EX | LOCK_NB) or die "flock: $!"; sleep 60' "$w1/lk.flock" &
+	flock_pid=$!
+	# held KIND FILE [-f]: locktest reports a KIND write lock on FILE (in $lt)
+	held() {
+		lt=$(pohmel 127.0.0.1 locktest ${3:+"$3"} "$rel/$2") &&
+			[[ $lt =~ ^owner\ 0x[0-9a-f]{16}\ pid\ [0-9]+\ $1\ write ]]
+	}
+	# a kernel address: 8-byte aligned, in the upper half (0xff.. with
+	# 5-level paging, la57 in cpuinfo; else 0xffff8..). An opaque id looks
+	# like one by chance: 2^-11 with 5-level paging, 2^-20 without.
+	khalf='ffff[89a-f]'
+	grep -qw la57 /proc/cpuinfo && khalf=ff
+	not_kernel() { echo "$lt"; [[ ! $lt =~ ^owner\ 0x${khalf}[0-9a-f]*[08]\  ]]; }
+	for k in posix flock; do
+		f=""
+		[ $k = flock ] && f=-f
+		if check "pohmel locktest: the server knows a $k lock's owner" within 10 held $k lk.$k $f; then
+			check "pohmel locktest: the $k lock's owner is no kernel address" not_kernel &&
+				diag "$lt"
+		else
+			diag "last locktest: $lt"
+		fi
+	done
+	kill "$posix_pid" "$flock_pid" 2>/dev/null
+	wait "$posix_pid" "$flock_pid" 2>/dev/null
 fi
 tap_finish
