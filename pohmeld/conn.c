@@ -497,6 +497,84 @@ struct worker {
 	struct session *s;		/* a reference */
 };
 
+/*
+ * The queue is bounded (issue 14 item 5): a client that pipelines
+ * requests behind one that waits for a recall must not make pohmeld
+ * copy them all (300 x 1 MiB WRITEs: 300 MiB). Past DQ_MAX_REQS queued
+ * requests or DQ_MAX_BYTES of them, the connection's thread keeps the
+ * next request in its receive buffer and waits (drain_cv) until the
+ * worker has taken enough off the queue; meanwhile it does not read the
+ * socket, so the client is held back by TCP's flow control.
+ *
+ * Why this cannot deadlock: the reader waits only while its worker runs
+ * a non-empty queue, and the worker never waits for its own
+ * connection's reader. What a queued request can wait for is (1) the
+ * RECALL_ACKs of *other* connections (grants_begin never recalls the
+ * requester's own connection), each wait ending at the latest when the
+ * holder's lease (grant-lease) runs out and its grant is revoked
+ * anyway; (2) the client reading its replies (its own doing, as for
+ * any request); (3) a reply-cache slot busy with a request that is
+ * executing (a parked LOCK WAIT holds none: dispatch.c). So the queue
+ * drains in bounded time and the reader resumes. The price: while it
+ * waits, the reader does not see this client's RECALL_ACKs either, and
+ * a request of another connection that recalled this client's grant
+ * may wait out the lease (two clients doing this to each other both do,
+ * then both proceed) - bounded, never stuck, and only for clients that
+ * pipeline megabytes behind a recall. Reading on and keeping only the
+ * acks is impossible: the stream is ordered, an ack behind a request
+ * can only be read after that request has been stored somewhere.
+ */
+#define DQ_MAX_REQS	64
+#define DQ_MAX_BYTES	(8U << 20)
+
+static pthread_mutex_t drain_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t drain_cv = PTHREAD_COND_INITIALIZER;
+static int drain_waiters;		/* under drain_mu */
+
+/* defer_mu held: may one more request of len bytes be queued? */
+static bool dq_room(struct conn *c, uint32_t len)
+{
+	const struct work *w;
+	size_t bytes = len;
+	int n = 0;
+
+	if (!c->dq_running)
+		return true;		/* the request starts a worker */
+	for (w = c->dq_head; w; w = w->next) {
+		n++;
+		bytes += w->len;
+	}
+	return !n || (n < DQ_MAX_REQS && bytes <= DQ_MAX_BYTES);
+}
+
+/* The connection's thread: wait until its queue has room for len. */
+static void dq_wait_room(struct conn *c, uint32_t len)
+{
+	bool room;
+
+	pthread_mutex_lock(&drain_mu);
+	for (;;) {
+		pthread_mutex_lock(&c->defer_mu);
+		room = dq_room(c, len);
+		pthread_mutex_unlock(&c->defer_mu);
+		if (room)
+			break;
+		drain_waiters++;
+		pthread_cond_wait(&drain_cv, &drain_mu);
+		drain_waiters--;
+	}
+	pthread_mutex_unlock(&drain_mu);
+}
+
+/* The worker took a request off c's queue (defer_mu not held). */
+static void dq_drained(void)
+{
+	pthread_mutex_lock(&drain_mu);
+	if (drain_waiters)
+		pthread_cond_broadcast(&drain_cv);
+	pthread_mutex_unlock(&drain_mu);
+}
+
 static void *work_thread(void *arg)
 {
 	struct worker *wk = arg;
@@ -517,6 +595,7 @@ static void *work_thread(void *arg)
 			c->dq_running = false;
 		}
 		pthread_mutex_unlock(&c->defer_mu);
+		dq_drained();
 		if (!w)
 			break;
 		outlen = 0;
@@ -567,6 +646,7 @@ int conn_defer(struct conn *c, const uint8_t *raw, uint32_t rawlen)
 
 	if (!c->sess)
 		return EINVAL;
+	dq_wait_room(c, rawlen);	/* bounded; see DQ_MAX_REQS */
 	w = malloc(sizeof(*w) + rawlen);
 	if (!w)
 		return ENOMEM;

@@ -192,6 +192,25 @@ static int run_one(struct conn *c, struct session *s, const struct msg *m,
 		r.len = 0;
 	if (d->flags & F_SEQ && m->hdr.seq && r.s && !r.deferred)
 		session_seq_end(r.s, m->hdr.seq, status, r.out, r.len);
+	else if (d->flags & F_SEQ && m->hdr.seq && r.s)
+		/*
+		 * A parked LOCK WAIT (lock.c) gives its reply-cache slot
+		 * back at once instead of keeping it busy until granted:
+		 * a busy slot makes the request 1024 seqs later, which
+		 * maps to it, wait in session_seq_begin, and with it the
+		 * connection's thread, which then never reads the UNLOCK
+		 * that would grant the wait (issue 14 item 6). Nothing
+		 * is lost: the waiter still replies with its seq; its
+		 * session_seq_end/abort then find the slot not theirs
+		 * and do nothing. A replay of the wait (after a
+		 * reconnect) runs again: it parks, or is granted at once
+		 * if the first wait already was (one owner's locks never
+		 * conflict, a re-lock merges), so no lock is doubled;
+		 * the old connection's wait goes with that connection.
+		 * If the grant raced this and already cached its reply,
+		 * the slot is no longer busy and the abort is a no-op.
+		 */
+		session_seq_abort(r.s, m->hdr.seq);
 out:
 	grants_end(&r);
 	if (r.deferred) {
