@@ -12,6 +12,10 @@
  *   session-timeout 600
  *   max-sessions 1024
  *   grant-lease 10
+ *   fd-reserve 64
+ *   max-handles-per-session 0
+ *   max-locks-per-session 10000
+ *   max-grants-per-connection 1024
  *   export / /srv/pohmel rw root_squash allow=127.0.0.0/8,::1/128
  *
  * Every error names the file, the line and the problem.
@@ -36,6 +40,10 @@ void config_defaults(struct config *cf)
 	cf->session_timeout = 600;
 	cf->max_sessions = 1024;
 	cf->grant_lease = 10;
+	cf->fd_reserve = 64;
+	cf->max_handles_per_session = 0;	/* min(4096, budget / 8) */
+	cf->max_locks_per_session = 10000;	/* a tenth of lock.c's */
+	cf->max_grants_per_conn = 1024;
 	cf->ex.root_squash = true;
 	cf->ex.anon_uid = 65534;
 	cf->ex.anon_gid = 65534;
@@ -241,7 +249,11 @@ static int config_line(struct config *cf, char *line, char *err,
 	    !strcmp(kw, "session-timeout") || !strcmp(kw, "grant-lease") ||
 	    !strcmp(kw, "max-sessions") ||
 	    !strcmp(kw, "max-connections-per-address") ||
-	    !strcmp(kw, "handshake-timeout")) {
+	    !strcmp(kw, "handshake-timeout") ||
+	    !strcmp(kw, "fd-reserve") ||
+	    !strcmp(kw, "max-handles-per-session") ||
+	    !strcmp(kw, "max-locks-per-session") ||
+	    !strcmp(kw, "max-grants-per-connection")) {
 		if (!arg) {
 			snprintf(err, errlen, "'%s' needs a value", kw);
 			return -1;
@@ -292,6 +304,33 @@ static int config_line(struct config *cf, char *line, char *err,
 			return -1;
 		}
 		cf->session_timeout = (int)v;
+	} else if (!strcmp(kw, "fd-reserve")) {
+		if (parse_u32(arg, &v) || v > 1000000) {
+			snprintf(err, errlen, "bad fd-reserve '%s'", arg);
+			return -1;
+		}
+		cf->fd_reserve = (int)v;
+	} else if (!strcmp(kw, "max-handles-per-session")) {
+		if (parse_u32(arg, &v) || v > 4096) {
+			snprintf(err, errlen,
+				 "bad max-handles-per-session '%s'", arg);
+			return -1;
+		}
+		cf->max_handles_per_session = (int)v;
+	} else if (!strcmp(kw, "max-locks-per-session")) {
+		if (parse_u32(arg, &v) || v == 0 || v > 100000) {
+			snprintf(err, errlen,
+				 "bad max-locks-per-session '%s'", arg);
+			return -1;
+		}
+		cf->max_locks_per_session = (int)v;
+	} else if (!strcmp(kw, "max-grants-per-connection")) {
+		if (parse_u32(arg, &v) || v > 1000000) {
+			snprintf(err, errlen,
+				 "bad max-grants-per-connection '%s'", arg);
+			return -1;
+		}
+		cf->max_grants_per_conn = (int)v;
 	} else if (!strcmp(kw, "grant-lease")) {
 		if (parse_u32(arg, &v) || v == 0 || v > 3600) {
 			snprintf(err, errlen, "bad grant-lease '%s'", arg);

@@ -175,8 +175,35 @@ static void holder_del(struct gobj *o, struct holder *h)
 			break;
 		}
 	}
+	h->c->ngrants--;
 	conn_put(h->c);
 	free(h);
+}
+
+/*
+ * Must hold grants_mu. Whether c may hold a grant on one more object:
+ * max-grants-per-connection bounds the inotify watches one client can
+ * make pohmeld add (the watches count against the user's
+ * max_user_watches). Beyond it the reply carries no grant and the
+ * client revalidates, which is always safe; counted, logged at most
+ * once every 10 s.
+ */
+static bool grant_quota_ok(struct conn *c)
+{
+	static time_t last;
+	time_t t;
+
+	if (c->ngrants < srv.cfg.max_grants_per_conn)
+		return true;
+	stats.grants_refused_quota++;
+	t = time(NULL);
+	if (t - last >= 10) {
+		last = t;
+		log_info("%s: no more grants (and watches): it holds "
+			 "max-grants-per-connection (%d)", c->peer,
+			 srv.cfg.max_grants_per_conn);
+	}
+	return false;
 }
 
 static bool expired(const struct timespec *dl, const struct timespec *now)
@@ -643,6 +670,8 @@ void grant_fill(struct req *r, int fd, struct wattr *a)
 		level = h->grant;
 	if (h && h->recall_id && level > h->recall_to)
 		level = h->recall_to;
+	if (!h && level != POHMEL_GRANT_NONE && !grant_quota_ok(r->c))
+		level = POHMEL_GRANT_NONE;
 	if (level != POHMEL_GRANT_NONE && !watch(o, fd, a))
 		level = POHMEL_GRANT_NONE;
 	if (!h && level != POHMEL_GRANT_NONE) {
@@ -653,6 +682,7 @@ void grant_fill(struct req *r, int fd, struct wattr *a)
 		}
 		conn_get(r->c);
 		h->c = r->c;
+		h->c->ngrants++;
 		h->next = o->holders;
 		o->holders = h;
 	}

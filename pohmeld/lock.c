@@ -14,11 +14,18 @@
  * waiter's connection can take it, else by a thread of its own within a
  * lease (as RECALLs are, grants.c), so a waiter that stopped reading
  * never holds up the unlocker's connection.
+ *
+ * Lock records are bounded: MAX_LOCKS in all, and max-locks-per-session
+ * for one session (pohmeld.conf(5)), so that one client cannot take them
+ * all: a LOCK (or an unlock that splits a range) that would go beyond
+ * either answers ENOLCK, to that session only; each kind is counted in
+ * STATS and logged at most once every REFUSE_LOG_SECS.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include "pohmeld.h"
 
@@ -29,6 +36,7 @@
 #define NBUCKETS	1024
 #define MAX_LOCKS	100000
 #define END_MAX		((uint64_t)INT64_MAX)
+#define REFUSE_LOG_SECS	10
 
 struct lk {
 	struct lk *next;
@@ -60,6 +68,84 @@ struct lobj {
 static pthread_mutex_t lk_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct lobj *buckets[NBUCKETS];
 static long nlocks;
+
+/* Lock records per session, under lk_mu; an entry exists while > 0. */
+struct lcount {
+	struct lcount *next;
+	uint64_t sess;
+	long n;
+};
+static struct lcount *lcounts[NBUCKETS];
+
+/* Must hold lk_mu. */
+static struct lcount *lcount_get(uint64_t sess, bool create)
+{
+	struct lcount **pp = &lcounts[sess % NBUCKETS], *e;
+
+	for (e = *pp; e; e = e->next)
+		if (e->sess == sess)
+			return e;
+	if (!create)
+		return NULL;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->sess = sess;
+	e->next = *pp;
+	*pp = e;
+	return e;
+}
+
+/* Must hold lk_mu. Frees e once its session holds no lock record. */
+static void lcount_trim(struct lcount *e)
+{
+	struct lcount **pp;
+
+	if (!e || e->n > 0)
+		return;
+	for (pp = &lcounts[e->sess % NBUCKETS]; *pp; pp = &(*pp)->next) {
+		if (*pp == e) {
+			*pp = e->next;
+			free(e);
+			return;
+		}
+	}
+}
+
+long lock_count(void)
+{
+	long n;
+
+	pthread_mutex_lock(&lk_mu);
+	n = nlocks;
+	pthread_mutex_unlock(&lk_mu);
+	return n;
+}
+
+/* Must hold lk_mu: ENOLCK, counted and (rate-limited) logged. */
+static int refuse(uint64_t sess, bool total)
+{
+	static time_t last;
+	time_t t = time(NULL);
+
+	if (total)
+		stats.locks_refused_total++;
+	else
+		stats.locks_refused_session++;
+	if (t - last >= REFUSE_LOG_SECS) {
+		last = t;
+		if (total)
+			log_warn("session %llu: LOCK refused (ENOLCK): all %d "
+				 "lock records are taken",
+				 (unsigned long long)sess, MAX_LOCKS);
+		else
+			log_warn("session %llu: LOCK refused (ENOLCK): it holds "
+				 "max-locks-per-session (%d) lock records",
+				 (unsigned long long)sess,
+				 srv.cfg.max_locks_per_session);
+	}
+	return ENOLCK;
+}
 
 /* Must hold lk_mu. */
 static struct lobj *lobj_get(uint64_t id, bool create)
@@ -125,21 +211,49 @@ static struct lk *conflict(struct lobj *o, const struct lk *w)
 static int apply(struct lobj *o, const struct lk *w)
 {
 	struct lk **pp = &o->locks, *l, *split = NULL, *nl = NULL;
+	long need = w->type != POHMEL_LOCK_UN, quota;
+	struct lcount *cnt;
 
+	/* Records it adds: the new lock, one per lock it splits, less the
+	 * owner's locks it covers (so one at its quota may still change a
+	 * lock's type). */
+	for (l = o->locks; l; l = l->next) {
+		if (l->flock != w->flock || !same_owner(l, w) ||
+		    l->end < w->start || w->end < l->start)
+			continue;
+		if (l->start < w->start && l->end > w->end)
+			need++;
+		else if (l->start >= w->start && l->end <= w->end)
+			need--;
+	}
+	quota = srv.cfg.max_locks_per_session > 0 ?
+		srv.cfg.max_locks_per_session : MAX_LOCKS;
+	cnt = lcount_get(w->sess, need > 0);
+	if (need > 0 && !cnt)
+		return ENOLCK;
+	if (need > 0 && nlocks + need > MAX_LOCKS) {
+		lcount_trim(cnt);
+		return refuse(w->sess, true);
+	}
+	if (need > 0 && cnt->n + need > quota) {
+		lcount_trim(cnt);
+		return refuse(w->sess, false);
+	}
 	if (w->type != POHMEL_LOCK_UN) {
-		if (nlocks >= MAX_LOCKS)
-			return ENOLCK;
 		nl = malloc(sizeof(*nl));
 		split = malloc(sizeof(*split));
 		if (!nl || !split) {
 			free(nl);
 			free(split);
+			lcount_trim(cnt);
 			return ENOLCK;
 		}
 	} else {
 		split = malloc(sizeof(*split));
-		if (!split)
+		if (!split) {
+			lcount_trim(cnt);
 			return ENOLCK;
+		}
 	}
 	while ((l = *pp)) {
 		if (l->flock != w->flock || !same_owner(l, w) ||
@@ -156,6 +270,8 @@ static int apply(struct lobj *o, const struct lk *w)
 			l->next = split;
 			split = NULL;
 			nlocks++;
+			if (cnt)
+				cnt->n++;
 			pp = &l->next->next;
 		} else if (l->start < w->start) {
 			l->end = w->start - 1;
@@ -167,6 +283,8 @@ static int apply(struct lobj *o, const struct lk *w)
 			*pp = l->next;
 			free(l);
 			nlocks--;
+			if (cnt)
+				cnt->n--;
 		}
 	}
 	free(split);
@@ -175,7 +293,10 @@ static int apply(struct lobj *o, const struct lk *w)
 		nl->next = o->locks;
 		o->locks = nl;
 		nlocks++;
+		if (cnt)
+			cnt->n++;
 	}
+	lcount_trim(cnt);
 	return 0;
 }
 
@@ -420,6 +541,7 @@ static void sweep(struct conn *c, uint64_t sess, uint64_t obj,
 {
 	struct waiter *cancelled = NULL, *granted = NULL, **wp, *w;
 	struct lobj *o, *onext;
+	struct lcount *lc;
 	struct lk **lp, *l;
 	int i;
 
@@ -448,6 +570,9 @@ static void sweep(struct conn *c, uint64_t sess, uint64_t obj,
 				*lp = l->next;
 				free(l);
 				nlocks--;
+				lc = lcount_get(sess, false);
+				if (lc && --lc->n <= 0)
+					lcount_trim(lc);
 			}
 			regrant(o, &granted);
 			lobj_trim(o);

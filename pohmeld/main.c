@@ -175,14 +175,55 @@ static void accept_one(int lfd)
 	conn_start(fd, (void *)&ss, len);
 }
 
-static void raise_nofile(void)
+/*
+ * The fd budget (pohmeld.conf(5)): RLIMIT_NOFILE's soft limit is raised
+ * to the hard one; open handles may hold that many fds less fd-reserve
+ * (listening sockets, signalfd, inotify, state files) and two per
+ * connection (its socket and a request's temporary fd), but at least a
+ * quarter of the limit. So a client that opens files until refused
+ * never leaves accept() or another client's request without an fd.
+ */
+static void fd_budget(void)
 {
 	struct rlimit rl;
+	long lim, budget, per;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rlim_t was = rl.rlim_cur;
+
 		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
+		if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+			log_info("RLIMIT_NOFILE raised from %llu to %llu",
+				 (unsigned long long)was,
+				 (unsigned long long)rl.rlim_max);
+		else
+			log_warn("RLIMIT_NOFILE: cannot raise to %llu: %s",
+				 (unsigned long long)rl.rlim_max,
+				 strerror(errno));
 	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur > 1L << 30)
+		lim = 1L << 30;
+	else
+		lim = (long)rl.rlim_cur;
+	budget = lim - srv.cfg.fd_reserve - 2L * srv.cfg.max_conns;
+	if (budget < lim / 4) {
+		log_warn("RLIMIT_NOFILE %ld leaves little beyond fd-reserve %d "
+			 "and max-connections %d: open handles may hold %ld fds",
+			 lim, srv.cfg.fd_reserve, srv.cfg.max_conns, lim / 4);
+		budget = lim / 4;
+	}
+	if (budget < 1)
+		budget = 1;
+	per = srv.cfg.max_handles_per_session;
+	if (!per)
+		per = MIN(4096, budget / 8 > 0 ? budget / 8 : 1);
+	srv.fd_budget = (int)MIN(budget, (long)INT32_MAX);
+	srv.handles_per_session = (int)per;
+	log_info("fd budget: RLIMIT_NOFILE %ld, open handles %d in all, "
+		 "%d per session, %d lock records per session", lim,
+		 srv.fd_budget, srv.handles_per_session,
+		 srv.cfg.max_locks_per_session);
 }
 
 int main(int argc, char **argv)
@@ -202,7 +243,7 @@ int main(int argc, char **argv)
 
 	umask(0);	/* clients send modes with their umask applied */
 	child_open_init();
-	raise_nofile();
+	fd_budget();
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);

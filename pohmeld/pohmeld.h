@@ -91,6 +91,10 @@ struct config {
 	int session_timeout;	/* seconds a detached session is kept */
 	int max_sessions;	/* sessions kept at once (session.c) */
 	int grant_lease;	/* seconds a RECALL may go unacked */
+	int fd_reserve;		/* fds kept out of the handle budget */
+	int max_handles_per_session;	/* 0: min(4096, budget / 8) */
+	int max_locks_per_session;	/* lock records of one session */
+	int max_grants_per_conn;	/* objects granted (so watched) */
 };
 void config_defaults(struct config *cf);
 int config_load(struct config *cf, const char *path, char *err,
@@ -110,6 +114,8 @@ struct server {
 	dev_t rootdev;
 	uint64_t boot_gen;
 	atomic_bool stopping;
+	int fd_budget;		/* open handles' fds, all sessions (main.c) */
+	int handles_per_session;	/* the effective quota */
 };
 extern struct server srv;
 
@@ -130,6 +136,11 @@ struct stats {
 	atomic_ullong refused_max_conns;	/* max-connections reached */
 	atomic_ullong refused_per_addr;	/* max-connections-per-address */
 	atomic_ullong handshake_timeouts;
+	atomic_ullong handles_refused_session;	/* EMFILE: session quota */
+	atomic_ullong handles_refused_budget;	/* ENFILE: fd budget */
+	atomic_ullong locks_refused_session;	/* ENOLCK: session quota */
+	atomic_ullong locks_refused_total;	/* ENOLCK: MAX_LOCKS */
+	atomic_ullong grants_refused_quota;	/* max-grants-per-connection */
 };
 extern struct stats stats;
 const char *op_name(unsigned int op);
@@ -211,6 +222,7 @@ int session_handle_get(struct session *s, uint64_t handle,
 int session_handle_any(struct session *s, const struct woid *o, int *fd);
 int session_handle_close(struct session *s, uint64_t handle,
 			 const struct woid *o);
+int session_handle_fds(void);	/* handle fds held, all sessions */
 
 /* ---- conn.c: one thread per connection ---- */
 enum conn_state { CONN_NEW, CONN_HELLO, CONN_AUTHED };
@@ -234,6 +246,7 @@ struct conn {
 	struct session *sess;
 
 	bool grants_gone;		/* under grants_mu (grants.c) */
+	int ngrants;			/* objects it holds a grant on, ditto */
 	atomic_bool gone;		/* its thread is done reading */
 	pthread_mutex_t defer_mu;	/* protects dq_*: deferred requests */
 	struct work *dq_head, *dq_tail;
@@ -356,6 +369,7 @@ void lock_session_end(uint64_t sess_id);
 void lock_conn_gone(struct conn *c);
 void lock_close(uint64_t sess_id, uint64_t obj_id);
 void lock_shutdown(void);
+long lock_count(void);
 
 /* ---- grants.c: coherence grants, RECALL ---- */
 #define GRANTS_DEFER	(-2)

@@ -29,6 +29,15 @@
  * 300 KiB; open handles are limited to MAX_HANDLES. The file is
  * rewritten from that state every REWRITE_RECS records.
  *
+ * File descriptors (issue 14): a session may hold at most
+ * srv.handles_per_session open handles (max-handles-per-session; OPEN
+ * beyond it answers EMFILE), and all sessions together at most
+ * srv.fd_budget fds in handles (main.c keeps that below RLIMIT_NOFILE;
+ * beyond it OPEN, or the first use of a handle restored from a session
+ * file, answers ENFILE). Each refusal is counted in STATS and logged at
+ * most once every REFUSE_LOG_SECS. So one client cannot take the fds
+ * that accept() and the other clients' requests need.
+ *
  * The number of sessions is bounded by max-sessions (pohmeld.conf(5)).
  * A session without connections is never evicted to make room for
  * another: it ends only when it has been idle for session-timeout
@@ -128,6 +137,12 @@ static pthread_mutex_t sess_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct session *sessions;	/* under sess_mu */
 static int nsessions;			/* under sess_mu */
 static uint64_t next_id = 1;		/* under sess_mu */
+static atomic_int handle_fds;		/* fds held in handles, all sessions */
+
+static void fd_give(void)
+{
+	atomic_fetch_sub(&handle_fds, 1);
+}
 
 /* The identity of this server's clients: see the comment at the top. */
 static uint8_t our_owner[OWNER_LEN];
@@ -301,9 +316,12 @@ static void release(struct session *s)
 		close(s->sfd);
 		s->sfd = -1;
 	}
-	for (i = 0; i < s->nhandles; i++)
-		if (s->handles[i].fd >= 0)
+	for (i = 0; i < s->nhandles; i++) {
+		if (s->handles[i].fd >= 0) {
 			close(s->handles[i].fd);
+			fd_give();
+		}
+	}
 	free(s->handles);
 	s->handles = NULL;
 	s->nhandles = 0;
@@ -691,6 +709,56 @@ void session_seq_abort(struct session *s, uint64_t seq)
 
 /* ---- open handles ---- */
 
+int session_handle_fds(void)
+{
+	return atomic_load(&handle_fds);
+}
+
+/* Take one fd of the budget: false (and counted, logged) if none left. */
+static bool fd_take(const struct session *s)
+{
+	static atomic_llong last_log;
+	int n = atomic_fetch_add(&handle_fds, 1);
+	long long t = (long long)time(NULL), was;
+
+	if (srv.fd_budget <= 0 || n < srv.fd_budget)
+		return true;
+	atomic_fetch_sub(&handle_fds, 1);
+	stats.handles_refused_budget++;
+	was = atomic_load(&last_log);
+	if (t - was >= REFUSE_LOG_SECS &&
+	    atomic_compare_exchange_strong(&last_log, &was, t))
+		log_warn("session %llu: OPEN refused (ENFILE): open handles "
+			 "hold the whole fd budget (%d fds)",
+			 (unsigned long long)s->id, srv.fd_budget);
+	return false;
+}
+
+/* Must hold s->mu. Whether s may open one more handle (else counted
+ * and logged). */
+static bool quota_ok(const struct session *s)
+{
+	static atomic_llong last_log;
+	int max = srv.handles_per_session > 0 ? srv.handles_per_session :
+						 MAX_HANDLES;
+	long long t = (long long)time(NULL), was;
+	uint32_t i;
+	int used = 0;
+
+	for (i = 0; i < s->nhandles; i++)
+		used += s->handles[i].fd >= 0 || s->handles[i].restored;
+	if (used < max)
+		return true;
+	stats.handles_refused_session++;
+	was = atomic_load(&last_log);
+	if (t - was >= REFUSE_LOG_SECS &&
+	    atomic_compare_exchange_strong(&last_log, &was, t))
+		log_warn("session %llu: OPEN refused (EMFILE): it holds "
+			 "max-handles-per-session (%d) open handles",
+			 (unsigned long long)s->id, max);
+	return false;
+}
+
 /* Must hold s->mu. Room for at least n slots. */
 static int handles_grow(struct session *s, uint32_t n)
 {
@@ -724,12 +792,21 @@ int session_handle_add(struct session *s, int fd, const struct woid *o,
 	int err;
 
 	pthread_mutex_lock(&s->mu);
+	if (!quota_ok(s)) {
+		pthread_mutex_unlock(&s->mu);
+		return EMFILE;
+	}
+	if (!fd_take(s)) {
+		pthread_mutex_unlock(&s->mu);
+		return ENFILE;
+	}
 	for (i = 0; i < s->nhandles; i++)
 		if (s->handles[i].fd < 0 && !s->handles[i].restored)
 			break;
 	if (i == s->nhandles) {
 		err = handles_grow(s, s->nhandles + 1);
 		if (err) {
+			fd_give();
 			pthread_mutex_unlock(&s->mu);
 			return err;
 		}
@@ -750,16 +827,20 @@ int session_handle_add(struct session *s, int fd, const struct woid *o,
  * access its OPEN was granted then (permission was checked at OPEN, as
  * a local open file keeps its access after a chmod). Must hold s->mu.
  */
-static int handle_reopen(struct handle_ent *h)
+static int handle_reopen(const struct session *s, struct handle_ent *h)
 {
 	unsigned int acc;
 	struct stat st;
 	char path[64];
 	int pfd, fd, err;
 
+	if (!fd_take(s))
+		return ENFILE;
 	err = oid_open(&h->oid, &pfd, &st);
-	if (err)
+	if (err) {
+		fd_give();
 		return err;
+	}
 	if (!h->flags) {
 		fd = pfd;	/* OPEN without access: keeps it alive only */
 		goto done;
@@ -770,14 +851,17 @@ static int handle_reopen(struct handle_ent *h)
 		acc |= O_DIRECTORY;
 	} else if (!S_ISREG(st.st_mode)) {
 		close(pfd);
+		fd_give();
 		return ESTALE;
 	}
 	proc_path(path, sizeof(path), pfd);
 	fd = open(path, (int)acc | O_CLOEXEC | O_NOCTTY);
 	err = errno;
 	close(pfd);
-	if (fd < 0)
+	if (fd < 0) {
+		fd_give();
 		return err;
+	}
 done:
 	h->fd = fd;
 	h->restored = false;
@@ -812,7 +896,7 @@ int session_handle_get(struct session *s, uint64_t handle,
 	if (!h)
 		err = EBADF;
 	else if (h->restored)
-		err = handle_reopen(h);
+		err = handle_reopen(s, h);
 	if (!err) {
 		*fd = fcntl(h->fd, F_DUPFD_CLOEXEC, 3);
 		if (*fd < 0)
@@ -869,8 +953,10 @@ int session_handle_close(struct session *s, uint64_t handle,
 	pthread_mutex_unlock(&s->mu);
 	if (!found)
 		return EBADF;
-	if (fd >= 0)
+	if (fd >= 0) {
 		close(fd);
+		fd_give();
+	}
 	return 0;
 }
 

@@ -69,6 +69,19 @@ size_t stats_format(char *buf, size_t cap)
 	     (unsigned long long)stats.refused_per_addr);
 	EMIT("handshake_timeouts %llu\n",
 	     (unsigned long long)stats.handshake_timeouts);
+	EMIT("handle_fds %d\n", session_handle_fds());
+	EMIT("fd_budget %d\n", srv.fd_budget);
+	EMIT("handles_refused_session %llu\n",
+	     (unsigned long long)stats.handles_refused_session);
+	EMIT("handles_refused_budget %llu\n",
+	     (unsigned long long)stats.handles_refused_budget);
+	EMIT("locks %ld\n", lock_count());
+	EMIT("locks_refused_session %llu\n",
+	     (unsigned long long)stats.locks_refused_session);
+	EMIT("locks_refused_total %llu\n",
+	     (unsigned long long)stats.locks_refused_total);
+	EMIT("grants_refused_quota %llu\n",
+	     (unsigned long long)stats.grants_refused_quota);
 	for (i = 1; i < POHMEL_OP_MAX; i++) {
 		unsigned long long ops = stats.ops[i], errs = stats.errors[i];
 
