@@ -15,6 +15,7 @@
  *   test_hostile POHMELD
  */
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <netinet/tcp.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -422,6 +423,314 @@ static void attack_slow_handshake(struct ctx *x)
 	CHECK(victim(x, NULL, &t0) == 0, "%s: victim served", x->name);
 }
 
+/*
+ * (e) max-handles-per-session 8: a hog session opens one file until it
+ * is refused; it gets exactly 8 handles and then EMFILE (ENFILE if the
+ * server runs under a RLIMIT_NOFILE so low that its fd budget is what
+ * stops it). A victim session still opens a file, a new connection is
+ * still accepted and served, and the refusal is counted and logged.
+ * (Before the quota and the budget, with this row's config line
+ * removed and under `ulimit -n 64`: the hog opens 49 handles until the
+ * server's fd table is full, then the victim's OPEN fails with EMFILE
+ * and a new connection is not served.)
+ */
+#define HANDLE_QUOTA	8
+#ifndef HANDLE_HOG_MAX
+#define HANDLE_HOG_MAX	64	/* OPENs the hog tries at most */
+#endif
+static void attack_handle_quota(struct ctx *x)
+{
+	struct wattr f, g;
+	struct pc hog, vic;
+	uint64_t h;
+	int i, err = 0, got = 0;
+	double t0;
+
+	CHECK(cl_open(&hog, &x->sp, 0, 0) == 0, "%s: hog connects", x->name);
+	CHECK(pc_mkobj(&hog, POHMEL_OP_CREATE, &hog.root.oid, "hogf", 0644,
+		       0, 0, NULL, &f, NULL) == 0, "%s: hog creates a file",
+	      x->name);
+	for (i = 0; i < HANDLE_HOG_MAX; i++) {
+		err = pc_open(&hog, &f.oid, POHMEL_OPEN_READ, &h, NULL);
+		if (err)
+			break;
+		got++;
+	}
+	rss_sample(x);
+	CHECK(got == HANDLE_QUOTA && (err == EMFILE || err == ENFILE),
+	      "%s: hog gets %d handles, then EMFILE or ENFILE (got %d, "
+	      "then %s)", x->name, HANDLE_QUOTA, got, strerror(err));
+	CHECK(cl_open(&vic, &x->sp, 0, 0) == 0, "%s: victim connects",
+	      x->name);
+	CHECK(pc_mkobj(&vic, POHMEL_OP_CREATE, &vic.root.oid, "vicf", 0644,
+		       0, 0, NULL, &g, NULL) == 0 &&
+	      pc_open(&vic, &g.oid, POHMEL_OPEN_READ | POHMEL_OPEN_WRITE, &h,
+		      NULL) == 0 &&
+	      pc_close(&vic, &g.oid, h) == 0,
+	      "%s: victim opens and closes a file", x->name);
+	CHECK(victim(x, NULL, &t0) == 0, "%s: a new connection is served",
+	      x->name);
+	CHECK(stat_of(x, "handles_refused_session") +
+	      stat_of(x, "handles_refused_budget") >= 1,
+	      "%s: stats: the refusal is counted", x->name);
+	CHECK(log_has(x, "OPEN refused", "max-handles-per-session") ||
+	      log_has(x, "OPEN refused", "fd budget"),
+	      "%s: the refusal is logged", x->name);
+	CHECK(pc_bye(&hog) == 0 && pc_bye(&vic) == 0, "%s: BYE", x->name);
+	cl_close(&vic);
+	cl_close(&hog);
+	CHECK(stat_wait(x, "handle_fds", 0) == 0,
+	      "%s: the sessions' ends give their fds back", x->name);
+}
+
+/*
+ * (f) max-locks-per-session 8: a hog session takes byte-range locks
+ * until refused: 8 records, then ENOLCK; an unlock that would split one
+ * of its locks into a ninth record is refused too. A victim session's
+ * flock and byte-range lock succeed. (Before: the hog is not limited,
+ * it takes all LOCK_HOG_MAX it asks for; only MAX_LOCKS, 100000 records
+ * in all, is, and once one client holds them every other LOCK answers
+ * ENOLCK. Taking them all on one object is quadratic: minutes.)
+ */
+#define LOCK_QUOTA	8
+#ifndef LOCK_HOG_MAX
+#define LOCK_HOG_MAX	64	/* LOCKs the hog tries at most */
+#endif
+static void attack_lock_quota(struct ctx *x)
+{
+	struct wattr f, g;
+	struct pc hog, vic;
+	int i, err = 0, got = 0;
+
+	CHECK(cl_open(&hog, &x->sp, 0, 0) == 0, "%s: hog connects", x->name);
+	CHECK(pc_mkobj(&hog, POHMEL_OP_CREATE, &hog.root.oid, "hogl", 0644,
+		       0, 0, NULL, &f, NULL) == 0, "%s: hog creates a file",
+	      x->name);
+	for (i = 0; i < LOCK_HOG_MAX; i++) {
+		err = pc_lock(&hog, &f.oid, 1, 2 * (uint64_t)i, 1,
+			      POHMEL_LOCK_WR, 0, 1, NULL);
+		if (err)
+			break;
+		got++;
+	}
+	rss_sample(x);
+	CHECK(got == LOCK_QUOTA && err == ENOLCK,
+	      "%s: hog gets %d lock records, then ENOLCK (got %d, then %s)",
+	      x->name, LOCK_QUOTA, got, strerror(err));
+	CHECK(pc_lock(&hog, &f.oid, 1, 2, 1, POHMEL_LOCK_RD, 0, 1,
+		      NULL) == 0,
+	      "%s: at its quota, hog may still change a lock's type", x->name);
+	/* Give one back, take a long range, then try to split it. */
+	CHECK(pc_lock(&hog, &f.oid, 1, 0, 1, POHMEL_LOCK_UN, 0, 1,
+		      NULL) == 0 &&
+	      pc_lock(&hog, &f.oid, 1, 1000, 100, POHMEL_LOCK_WR, 0, 1,
+		      NULL) == 0,
+	      "%s: hog unlocks one and locks a range", x->name);
+	CHECK(pc_lock(&hog, &f.oid, 1, 1050, 1, POHMEL_LOCK_UN, 0, 1,
+		      NULL) == ENOLCK,
+	      "%s: an unlock that would split past the quota: ENOLCK",
+	      x->name);
+	CHECK(cl_open(&vic, &x->sp, 0, 0) == 0, "%s: victim connects",
+	      x->name);
+	CHECK(pc_mkobj(&vic, POHMEL_OP_CREATE, &vic.root.oid, "vicl", 0644,
+		       0, 0, NULL, &g, NULL) == 0, "%s: victim creates a file",
+	      x->name);
+	CHECK(pc_lock(&vic, &g.oid, 7, 0, 0, POHMEL_LOCK_WR,
+		      POHMEL_LOCK_FLOCK, 1, NULL) == 0,
+	      "%s: victim's flock succeeds", x->name);
+	CHECK(pc_lock(&vic, &f.oid, 7, 5000, 10, POHMEL_LOCK_WR, 0, 1,
+		      NULL) == 0,
+	      "%s: victim's byte-range lock on the hog's file succeeds",
+	      x->name);
+	CHECK(stat_of(x, "locks_refused_session") >= 2,
+	      "%s: stats: locks_refused_session counted", x->name);
+	CHECK(log_has(x, "LOCK refused", "max-locks-per-session"),
+	      "%s: the refusal is logged", x->name);
+	cl_close(&hog);
+	cl_close(&vic);
+}
+
+/*
+ * (g) pipelining behind a recall (issue 14 item 5): a holder keeps a
+ * grant on a file and never acks its RECALL; a second client WRITEs
+ * the file (the WRITE waits for the ack, up to grant-lease) and
+ * pipelines PIPE_WRITES 1 MiB WRITEs behind it without reading. The
+ * server must not copy them all while it waits: it stops reading the
+ * connection (TCP flow control), so its RSS stays within PIPE_RSS_KB
+ * of what it was, a victim keeps being served, and once the lease ran
+ * out every WRITE is answered, in order. (Before the bound: ~300 MiB
+ * more, every WRITE copied into the connection's queue.)
+ */
+#define PIPE_WRITES	300
+#define PIPE_RSS_KB	(64 * 1024)
+#define PIPE_LEASE	"2"	/* s: grant-lease of this attack */
+
+struct pipe_arg {
+	struct pc *c;
+	struct woid o;
+	int sent;		/* WRITEs sent */
+	int err;
+	volatile bool done;
+};
+
+static void *pipe_sender(void *arg)
+{
+	struct pipe_arg *a = arg;
+	uint8_t *body = malloc(POHMEL_IO_SIZE + (1U << 20));
+	int i;
+
+	a->err = body ? 0 : -ENOMEM;
+	if (body)
+		memset(body, 'p', POHMEL_IO_SIZE + (1U << 20));
+	for (i = 0; body && i < PIPE_WRITES && !a->err; i++) {
+		uint32_t n = pc_enc_io(body, &a->o, 0, 0, 1U << 20, 0, NULL);
+
+		/* The data is what follows the header in body: 'p's. */
+		n = POHMEL_IO_SIZE + (1U << 20);
+		a->err = pc_send(a->c, POHMEL_OP_WRITE, 5000 + (uint32_t)i,
+				 ++a->c->seq, body, n);
+		if (!a->err)
+			a->sent++;
+	}
+	free(body);
+	a->done = true;
+	return NULL;
+}
+
+static void attack_pipeline(struct ctx *x)
+{
+	struct pipe_arg a = { 0 };
+	struct pc holder, att;
+	struct pc_recall rc;
+	struct wattr f, g;
+	struct timeval tv = { .tv_sec = 20 };
+	uint8_t r[512];
+	struct whdr h;
+	double secs, worst = 0, t_next = 0;
+	long rss0;
+	int i, fd, bad = 0, served = 0, ok = 0, inorder = 1;
+	pthread_t th;
+
+	CHECK(pc_init(&holder) == 0 && (holder.want_features =
+	      POHMEL_FEAT_BATCH | POHMEL_FEAT_GRANTS) &&
+	      (fd = raw_conn(x, NULL)) >= 0 &&
+	      pc_connect_fd(&holder, fd) == 0 && pc_handshake(&holder) == 0 &&
+	      (holder.features & POHMEL_FEAT_GRANTS),
+	      "%s: holder connects with grants", x->name);
+	CHECK(pc_mkobj(&holder, POHMEL_OP_CREATE, &holder.root.oid, "pipef",
+		       0644, 0, 0, NULL, &f, NULL) == 0 &&
+	      pc_getattr(&holder, &f.oid, &g) == 0 &&
+	      g.grant == POHMEL_GRANT_SHARED, "%s: holder holds SHARED",
+	      x->name);
+	CHECK(pc_init(&att) == 0 && (fd = raw_conn(x, NULL)) >= 0 &&
+	      pc_connect_fd(&att, fd) == 0 && pc_handshake(&att) == 0,
+	      "%s: attacker connects", x->name);
+	if (tap_fail)
+		return;
+	/* The replies are read only at the end: no timeout on them. */
+	setsockopt(att.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(att.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	rss0 = rss_kb(x->sp.pid);
+	a.c = &att;
+	a.o = f.oid;
+	CHECK(pthread_create(&th, NULL, pipe_sender, &a) == 0,
+	      "%s: attacker pipelines %d x 1 MiB WRITEs", x->name,
+	      PIPE_WRITES);
+	CHECK(pc_next_recall(&holder, 10000, &rc) == 0,
+	      "%s: holder recalled (and does not ack)", x->name);
+	while (!a.done) {
+		rss_sample(x);
+		if (now() >= t_next) {
+			secs = 0;
+			if (victim(x, NULL, &secs) || secs > VICTIM_BOUND + SLACK)
+				bad++;
+			if (secs > worst)
+				worst = secs;
+			served++;
+			t_next = now() + 0.2;
+		}
+		usleep(20000);
+	}
+	pthread_join(th, NULL);
+	rss_sample(x);
+	CHECK(!a.err && a.sent == PIPE_WRITES, "%s: all %d sent (%d)",
+	      x->name, PIPE_WRITES, a.sent);
+	for (i = 0; i < PIPE_WRITES; i++) {
+		if (pc_recv(&att, &h, r, sizeof(r)))
+			break;
+		ok += h.status == 0;
+		inorder &= h.tag == 5000 + (uint32_t)i;
+		if (i % 16 == 0)
+			rss_sample(x);
+	}
+	CHECK(i == PIPE_WRITES && ok == PIPE_WRITES && inorder,
+	      "%s: %d WRITEs answered in order (%d ok)", x->name, i, ok);
+	CHECK(!bad && served > 0, "%s: the victim was served %d times, "
+	      "slowest %.2f s", x->name, served, worst);
+	CHECK(rss0 > 0 && x->rss_max_kb - rss0 < PIPE_RSS_KB,
+	      "%s: server RSS %ld KiB before the WRITEs, at most %ld KiB "
+	      "during (bound: +%d KiB)", x->name, rss0, x->rss_max_kb,
+	      PIPE_RSS_KB);
+	pc_disconnect(&att);
+	pc_disconnect(&holder);
+}
+
+/*
+ * (g) max-grants-per-connection 4: a client with FEAT_GRANTS looks up
+ * eight files. The first four replies carry a grant (each object gets
+ * an inotify watch); the rest carry none (no watch: the client just
+ * revalidates), the refusals are counted, and a second client still
+ * gets grants of its own.
+ */
+#define GRANT_QUOTA	4
+static int grants_conn(const struct ctx *x, struct pc *c)
+{
+	if (pc_init(c))
+		return -ENOMEM;
+	c->want_features = POHMEL_FEAT_GRANTS;
+	if (pc_connect(c, "127.0.0.1", x->sp.port))
+		return -1;
+	return pc_handshake(c);
+}
+
+static void attack_grant_quota(struct ctx *x)
+{
+	struct pc hog, vic;
+	struct wattr a;
+	char name[32];
+	int i, granted = 0, ok = 0;
+
+	CHECK(grants_conn(x, &hog) == 0 &&
+	      (hog.features & POHMEL_FEAT_GRANTS), "%s: hog connects with "
+	      "grants", x->name);
+	for (i = 0; i < 2 * GRANT_QUOTA; i++) {
+		snprintf(name, sizeof(name), "g%d", i);
+		ok += pc_mkobj(&hog, POHMEL_OP_CREATE, &hog.root.oid, name,
+			       0644, 0, 0, NULL, &a, NULL) == 0;
+	}
+	CHECK(ok == 2 * GRANT_QUOTA, "%s: files created", x->name);
+	/* The creates may have granted some already: look them all up. */
+	for (i = 0; i < 2 * GRANT_QUOTA; i++) {
+		snprintf(name, sizeof(name), "g%d", i);
+		if (pc_lookup(&hog, &hog.root.oid, name, &a) == 0 &&
+		    a.grant != POHMEL_GRANT_NONE)
+			granted++;
+	}
+	CHECK(granted <= GRANT_QUOTA, "%s: at most %d of the lookups "
+	      "granted (%d)", x->name, GRANT_QUOTA, granted);
+	CHECK(stat_of(x, "grants_refused_quota") >= GRANT_QUOTA,
+	      "%s: stats: grants_refused_quota counted", x->name);
+	CHECK(stat_of(x, "watches") <= GRANT_QUOTA + 1,
+	      "%s: stats: watches bounded (%lld)", x->name,
+	      stat_of(x, "watches"));
+	CHECK(grants_conn(x, &vic) == 0 &&
+	      pc_lookup(&vic, &vic.root.oid, "g0", &a) == 0 &&
+	      a.grant != POHMEL_GRANT_NONE,
+	      "%s: another client still gets a grant", x->name);
+	cl_close(&vic);
+	cl_close(&hog);
+}
+
 static const struct attack {
 	const char *name;
 	const char *conf;	/* config lines of its server */
@@ -433,6 +742,10 @@ static const struct attack {
 	  "handshake-timeout 60\n", attack_per_address },
 	{ "flood", "handshake-timeout " FLOOD_HS "\n", attack_flood },
 	{ "slow-handshake", "handshake-timeout 1\n", attack_slow_handshake },
+	{ "handle-quota", "max-handles-per-session 8\n", attack_handle_quota },
+	{ "lock-quota", "max-locks-per-session 8\n", attack_lock_quota },
+	{ "grant-quota", "max-grants-per-connection 4\n", attack_grant_quota },
+	{ "pipeline", "grant-lease " PIPE_LEASE "\n", attack_pipeline },
 };
 
 static void check_rss(const struct ctx *x)
