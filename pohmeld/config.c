@@ -224,10 +224,46 @@ bad_value:
 	return -1;
 }
 
+/* The keys that take a number: where it goes and the range allowed. */
+static const struct int_key {
+	const char *name;
+	size_t off;
+	uint32_t min, max;
+} int_keys[] = {
+	{ "port", offsetof(struct config, port), 1, 65535 },
+	{ "max-connections", offsetof(struct config, max_conns), 1, 65536 },
+	{ "max-connections-per-address",
+	  offsetof(struct config, max_conns_per_addr), 0, 65536 },
+	{ "handshake-timeout", offsetof(struct config, handshake_timeout),
+	  0, 3600 },
+	{ "max-sessions", offsetof(struct config, max_sessions), 1, 65536 },
+	{ "session-timeout", offsetof(struct config, session_timeout),
+	  0, 86400 * 7 },
+	{ "fd-reserve", offsetof(struct config, fd_reserve), 0, 1000000 },
+	{ "max-handles-per-session",
+	  offsetof(struct config, max_handles_per_session), 0, 4096 },
+	{ "max-locks-per-session",
+	  offsetof(struct config, max_locks_per_session), 1, 100000 },
+	{ "max-grants-per-connection",
+	  offsetof(struct config, max_grants_per_conn), 0, 1000000 },
+	{ "grant-lease", offsetof(struct config, grant_lease), 1, 3600 },
+};
+
+static const struct int_key *int_key(const char *kw)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(int_keys); i++)
+		if (!strcmp(kw, int_keys[i].name))
+			return &int_keys[i];
+	return NULL;
+}
+
 static int config_line(struct config *cf, char *line, char *err,
 		       size_t errlen)
 {
-	char *save = NULL, *kw, *arg, *extra;
+	char *save = NULL, *kw, *arg, *extra, *dst;
+	const struct int_key *ik;
 	uint32_t v;
 
 	kw = strtok_r(line, " \t", &save);
@@ -244,113 +280,37 @@ static int config_line(struct config *cf, char *line, char *err,
 	}
 	arg = strtok_r(NULL, " \t", &save);
 	extra = strtok_r(NULL, " \t", &save);
-	if (!strcmp(kw, "port") || !strcmp(kw, "key-file") ||
-	    !strcmp(kw, "state-dir") || !strcmp(kw, "max-connections") ||
-	    !strcmp(kw, "session-timeout") || !strcmp(kw, "grant-lease") ||
-	    !strcmp(kw, "max-sessions") ||
-	    !strcmp(kw, "max-connections-per-address") ||
-	    !strcmp(kw, "handshake-timeout") ||
-	    !strcmp(kw, "fd-reserve") ||
-	    !strcmp(kw, "max-handles-per-session") ||
-	    !strcmp(kw, "max-locks-per-session") ||
-	    !strcmp(kw, "max-grants-per-connection")) {
-		if (!arg) {
-			snprintf(err, errlen, "'%s' needs a value", kw);
-			return -1;
-		}
-		if (extra) {
-			snprintf(err, errlen, "unexpected '%s' after '%s %s'",
-				 extra, kw, arg);
-			return -1;
-		}
-	} else {
+	ik = int_key(kw);
+	if (!ik && strcmp(kw, "key-file") && strcmp(kw, "state-dir")) {
 		snprintf(err, errlen, "unknown option '%s'", kw);
 		return -1;
 	}
-	if (!strcmp(kw, "port")) {
-		if (parse_u32(arg, &v) || v == 0 || v > 65535) {
-			snprintf(err, errlen, "bad port '%s'", arg);
-			return -1;
-		}
-		cf->port = (int)v;
-	} else if (!strcmp(kw, "max-connections")) {
-		if (parse_u32(arg, &v) || v == 0 || v > 65536) {
-			snprintf(err, errlen, "bad max-connections '%s'", arg);
-			return -1;
-		}
-		cf->max_conns = (int)v;
-	} else if (!strcmp(kw, "max-connections-per-address")) {
-		if (parse_u32(arg, &v) || v > 65536) {
-			snprintf(err, errlen,
-				 "bad max-connections-per-address '%s'", arg);
-			return -1;
-		}
-		cf->max_conns_per_addr = (int)v;
-	} else if (!strcmp(kw, "handshake-timeout")) {
-		if (parse_u32(arg, &v) || v > 3600) {
-			snprintf(err, errlen, "bad handshake-timeout '%s'", arg);
-			return -1;
-		}
-		cf->handshake_timeout = (int)v;
-	} else if (!strcmp(kw, "max-sessions")) {
-		if (parse_u32(arg, &v) || v == 0 || v > 65536) {
-			snprintf(err, errlen, "bad max-sessions '%s'", arg);
-			return -1;
-		}
-		cf->max_sessions = (int)v;
-	} else if (!strcmp(kw, "session-timeout")) {
-		if (parse_u32(arg, &v) || v > 86400 * 7) {
-			snprintf(err, errlen, "bad session-timeout '%s'", arg);
-			return -1;
-		}
-		cf->session_timeout = (int)v;
-	} else if (!strcmp(kw, "fd-reserve")) {
-		if (parse_u32(arg, &v) || v > 1000000) {
-			snprintf(err, errlen, "bad fd-reserve '%s'", arg);
-			return -1;
-		}
-		cf->fd_reserve = (int)v;
-	} else if (!strcmp(kw, "max-handles-per-session")) {
-		if (parse_u32(arg, &v) || v > 4096) {
-			snprintf(err, errlen,
-				 "bad max-handles-per-session '%s'", arg);
-			return -1;
-		}
-		cf->max_handles_per_session = (int)v;
-	} else if (!strcmp(kw, "max-locks-per-session")) {
-		if (parse_u32(arg, &v) || v == 0 || v > 100000) {
-			snprintf(err, errlen,
-				 "bad max-locks-per-session '%s'", arg);
-			return -1;
-		}
-		cf->max_locks_per_session = (int)v;
-	} else if (!strcmp(kw, "max-grants-per-connection")) {
-		if (parse_u32(arg, &v) || v > 1000000) {
-			snprintf(err, errlen,
-				 "bad max-grants-per-connection '%s'", arg);
-			return -1;
-		}
-		cf->max_grants_per_conn = (int)v;
-	} else if (!strcmp(kw, "grant-lease")) {
-		if (parse_u32(arg, &v) || v == 0 || v > 3600) {
-			snprintf(err, errlen, "bad grant-lease '%s'", arg);
-			return -1;
-		}
-		cf->grant_lease = (int)v;
-	} else {
-		char *dst = !strcmp(kw, "key-file") ? cf->key_file
-						    : cf->state_dir;
-
-		if ((arg[0] != '/' && (dst != cf->key_file ||
-					strcmp(arg, "none"))) ||
-		    strlen(arg) >= sizeof(cf->key_file)) {
-			snprintf(err, errlen, "'%s' needs an absolute path", kw);
-			return -1;
-		}
-		strcpy(dst, arg);
-		if (dst == cf->key_file)
-			cf->key_file_set = true;
+	if (!arg) {
+		snprintf(err, errlen, "'%s' needs a value", kw);
+		return -1;
 	}
+	if (extra) {
+		snprintf(err, errlen, "unexpected '%s' after '%s %s'",
+			 extra, kw, arg);
+		return -1;
+	}
+	if (ik) {
+		if (parse_u32(arg, &v) || v < ik->min || v > ik->max) {
+			snprintf(err, errlen, "bad %s '%s'", kw, arg);
+			return -1;
+		}
+		*(int *)((char *)cf + ik->off) = (int)v;
+		return 0;
+	}
+	dst = !strcmp(kw, "key-file") ? cf->key_file : cf->state_dir;
+	if ((arg[0] != '/' && (dst != cf->key_file || strcmp(arg, "none"))) ||
+	    strlen(arg) >= sizeof(cf->key_file)) {
+		snprintf(err, errlen, "'%s' needs an absolute path", kw);
+		return -1;
+	}
+	strcpy(dst, arg);
+	if (dst == cf->key_file)
+		cf->key_file_set = true;
 	return 0;
 }
 
