@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -38,6 +39,9 @@ static int write_file(const char *path, const char *text)
 	close(fd);
 	return n == (ssize_t)strlen(text) ? 0 : -1;
 }
+
+/* RLIMIT_NOFILE (soft and hard) of the servers started next; 0: ours. */
+static rlim_t server_nofile;
 
 /* Fork pohmeld with a listening socket passed as systemd would, and
  * wait for its READY=1. */
@@ -75,6 +79,12 @@ static int start_server(const char *name, const char *conf,
 
 		/* Never outlive a crashed test. */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (server_nofile) {
+			struct rlimit rl = { server_nofile, server_nofile };
+
+			if (setrlimit(RLIMIT_NOFILE, &rl))
+				_exit(126);
+		}
 		dup2(lf, 2);
 		dup2(lfd, 3);
 		snprintf(pid, sizeof(pid), "%d", getpid());

@@ -484,6 +484,66 @@ static void attack_handle_quota(struct ctx *x)
 }
 
 /*
+ * (e2) the global fd budget: a server started with RLIMIT_NOFILE 256,
+ * fd-reserve 64 and max-connections 32 may hold 128 fds in handles.
+ * Hog sessions (48 handles each, their quota) open until refused: the
+ * handles all sessions got add up to the budget, the last refusal is
+ * ENFILE, counted and logged; a new connection is still accepted and
+ * its requests (which need fds of their own) still run.
+ */
+#define BUDGET_NOFILE	256
+#define BUDGET_HOGS	4
+static void attack_fd_budget(struct ctx *x)
+{
+	long long budget = stat_of(x, "fd_budget");
+	struct pc hog[BUDGET_HOGS], vic;
+	int i, n, err = 0, got = 0;
+	struct wattr f, g;
+	uint64_t h;
+	double t0;
+
+	CHECK(budget == BUDGET_NOFILE - 64 - 2 * 32,
+	      "%s: fd budget %lld under RLIMIT_NOFILE %d", x->name, budget,
+	      BUDGET_NOFILE);
+	for (n = 0; n < BUDGET_HOGS && err != ENFILE; n++) {
+		err = 0;
+		if (cl_open(&hog[n], &x->sp, 0, 0) ||
+		    (pc_mkobj(&hog[n], POHMEL_OP_CREATE, &hog[n].root.oid,
+			      "budf", 0644, 0, 0, NULL, &f, NULL) &&
+		     pc_lookup(&hog[n], &hog[n].root.oid, "budf", &f))) {
+			CHECK(0, "%s: hog %d connects and finds its file",
+			      x->name, n);
+			n++;
+			break;
+		}
+		while (!(err = pc_open(&hog[n], &f.oid, POHMEL_OPEN_READ, &h,
+				       NULL)))
+			got++;
+	}
+	rss_sample(x);
+	CHECK(err == ENFILE && got == budget,
+	      "%s: %d hog sessions got %d handles in all (the budget), then "
+	      "ENFILE (%s)", x->name, n, got, strerror(err));
+	CHECK(stat_of(x, "handles_refused_budget") >= 1 &&
+	      log_has(x, "OPEN refused", "fd budget"),
+	      "%s: the refusal is counted and logged", x->name);
+	CHECK(victim(x, NULL, &t0) == 0, "%s: a new connection is served",
+	      x->name);
+	CHECK(cl_open(&vic, &x->sp, 0, 0) == 0 &&
+	      pc_mkobj(&vic, POHMEL_OP_CREATE, &vic.root.oid, "budv", 0644,
+		       0, 0, NULL, &g, NULL) == 0 &&
+	      pc_getattr(&vic, &g.oid, &g) == 0,
+	      "%s: another session's CREATE and GETATTR still run", x->name);
+	cl_close(&vic);
+	for (i = 0; i < n; i++) {
+		pc_bye(&hog[i]);
+		cl_close(&hog[i]);
+	}
+	CHECK(stat_wait(x, "handle_fds", 0) == 0,
+	      "%s: the sessions' ends give their fds back", x->name);
+}
+
+/*
  * (f) max-locks-per-session 8: a hog session takes byte-range locks
  * until refused: 8 records, then ENOLCK; an unlock that would split one
  * of its locks into a ninth record is refused too. A victim session's
@@ -735,6 +795,7 @@ static const struct attack {
 	const char *name;
 	const char *conf;	/* config lines of its server */
 	void (*run)(struct ctx *x);
+	rlim_t nofile;		/* its server's RLIMIT_NOFILE; 0: inherited */
 } attacks[] = {
 	{ "idle-slots", "max-connections 8\nhandshake-timeout 1\n",
 	  attack_idle_slots },
@@ -743,6 +804,8 @@ static const struct attack {
 	{ "flood", "handshake-timeout " FLOOD_HS "\n", attack_flood },
 	{ "slow-handshake", "handshake-timeout 1\n", attack_slow_handshake },
 	{ "handle-quota", "max-handles-per-session 8\n", attack_handle_quota },
+	{ "fd-budget", "fd-reserve 64\nmax-connections 32\n"
+	  "max-handles-per-session 48\n", attack_fd_budget, BUDGET_NOFILE },
 	{ "lock-quota", "max-locks-per-session 8\n", attack_lock_quota },
 	{ "grant-quota", "max-grants-per-connection 4\n", attack_grant_quota },
 	{ "pipeline", "grant-lease " PIPE_LEASE "\n", attack_pipeline },
@@ -775,8 +838,10 @@ int main(int argc, char **argv)
 			 "export / %s rw no_root_squash\nstate-dir %s/state-%s\n"
 			 "key-file none\n%s", exp_dir, base, x.name,
 			 attacks[i].conf);
+		server_nofile = attacks[i].nofile;
 		CHECK(start_server(x.name, conf, &x.sp) == 0,
 		      "%s: pohmeld starts", x.name);
+		server_nofile = 0;
 		if (tap_fail)
 			break;
 		x.rss0_kb = x.rss_max_kb = rss_kb(x.sp.pid);
