@@ -13,9 +13,13 @@ DEMO_SUITE ?= bookworm
 SUITE_ARGS ?= --scale 2 --set POHMEL_READDIR_N=2000 --set POHMEL_FSX_OPS=100000 \
 	--set POHMEL_COHERENCE_TRIALS=10000 --set POHMEL_STRESS_SECONDS=20 \
 	--set POHMEL_TOOLS_TREE=/usr/include/linux
+# make check-full: the same groups at their full sizes (every kernel).
+SUITE_ARGS_FULL ?= --scale 4 --set POHMEL_READDIR_N=10000 \
+	--set POHMEL_FSX_OPS=1000000 --set POHMEL_COHERENCE_TRIALS=10000 \
+	--set POHMEL_STRESS_SECONDS=60 --set POHMEL_TOOLS_TREE=/usr/include
 export POHMEL_CACHE
 
-.PHONY: all deps server check check-host check-qemu demo shell deb rpm \
+.PHONY: all deps server check check-full check-host check-qemu demo shell deb rpm \
 	bench bench-server fuzz clean help
 
 all: server
@@ -23,6 +27,7 @@ all: server
 help:
 	@echo "make            build pohmeld and the pohmel tool (host)"
 	@echo "make check      all tests: host tier, then the QEMU kernel matrix"
+	@echo "make check-full make check with the suite at full sizes (hours)"
 	@echo "make check-host host tier only (server, protocol, fuzz smoke, checkpatch)"
 	@echo "make check-qemu QEMU tier only (SUITES=\"$(SUITES)\")"
 	@echo "make demo       boot $(DEMO_SUITE), serve, mount, show a session"
@@ -42,6 +47,11 @@ check: deps
 	$(MAKE) check-host
 	$(MAKE) check-qemu
 
+# Full sizes: not bounded by CI's time; run before resolving an issue.
+check-full: deps
+	$(MAKE) check-host
+	$(MAKE) check-qemu SUITE_ARGS="$(SUITE_ARGS_FULL)" MATRIX_TIMEOUT=10800
+
 # tests/lint checkpatch: a few seconds offline once checkpatch.pl is in
 # $(POHMEL_CACHE); the first run fetches it (apt-get download) and fails,
 # never skips, if it cannot.
@@ -52,8 +62,9 @@ check-host:
 
 # The kernel matrix (functional suite per release), then the packaging
 # tier (build .deb/.rpm, install/purge them in every release's root).
+MATRIX_TIMEOUT ?= 1800
 check-qemu:
-	@m=0; tests/qemu/matrix $(SUITES) -- $(SUITE_ARGS) || m=1; \
+	@m=0; tests/qemu/matrix --timeout $(MATRIX_TIMEOUT) $(SUITES) -- $(SUITE_ARGS) || m=1; \
 	p=0; tests/pkg/run-all $(SUITES) || p=1; \
 	echo "check-qemu: kernel matrix $$([ $$m = 0 ] && echo passed || echo FAILED)," \
 		"packaging tier $$([ $$p = 0 ] && echo passed || echo FAILED)"; \
