@@ -15,7 +15,7 @@
  *   fd-reserve 64
  *   max-handles-per-session 0
  *   max-locks-per-session 10000
- *   max-grants-per-connection 1024
+ *   max-grants-per-connection 0
  *   export / /srv/pohmel rw root_squash allow=127.0.0.0/8,::1/128
  *
  * Every error names the file, the line and the problem.
@@ -43,7 +43,7 @@ void config_defaults(struct config *cf)
 	cf->fd_reserve = 64;
 	cf->max_handles_per_session = 0;	/* min(4096, budget / 8) */
 	cf->max_locks_per_session = 10000;	/* a tenth of lock.c's */
-	cf->max_grants_per_conn = 1024;
+	cf->max_grants_per_conn = 0;	/* derived: grants_init() */
 	cf->ex.root_squash = true;
 	cf->ex.anon_uid = 65534;
 	cf->ex.anon_gid = 65534;

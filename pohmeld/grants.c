@@ -100,9 +100,32 @@ struct recall_msg {
 	uint8_t buf[POHMEL_HDR_SIZE + POHMEL_RECALL_SIZE];
 };
 
+/* max-grants-per-connection, or by default a quarter of the user's
+ * inotify watches (at least 1024): one client cannot take them all, and
+ * a warm walk of a large tree is still served from the cache. */
+static int grants_per_conn;
+
+static int derived_grants_per_conn(void)
+{
+	FILE *f = fopen("/proc/sys/fs/inotify/max_user_watches", "re");
+	long w = 0;
+
+	if (f) {
+		if (fscanf(f, "%ld", &w) != 1)
+			w = 0;
+		fclose(f);
+	}
+	return w / 4 > 1024 ? (int)MIN(w / 4, 1000000L) : 1024;
+}
+
 void grants_init(void)
 {
 	pthread_condattr_t ca;
+
+	grants_per_conn = srv.cfg.max_grants_per_conn ?
+			  srv.cfg.max_grants_per_conn :
+			  derived_grants_per_conn();
+	log_info("grants: at most %d objects per connection", grants_per_conn);
 
 	test_hold_path = getenv("POHMELD_TEST_GRANT_HOLD");
 	pthread_condattr_init(&ca);
@@ -193,7 +216,7 @@ static bool grant_quota_ok(struct conn *c)
 	static time_t last;
 	time_t t;
 
-	if (c->ngrants < srv.cfg.max_grants_per_conn)
+	if (c->ngrants < grants_per_conn)
 		return true;
 	stats.grants_refused_quota++;
 	t = time(NULL);
@@ -201,7 +224,7 @@ static bool grant_quota_ok(struct conn *c)
 		last = t;
 		log_info("%s: no more grants (and watches): it holds "
 			 "max-grants-per-connection (%d)", c->peer,
-			 srv.cfg.max_grants_per_conn);
+			 grants_per_conn);
 	}
 	return false;
 }

@@ -94,7 +94,8 @@ struct config {
 	int fd_reserve;		/* fds kept out of the handle budget */
 	int max_handles_per_session;	/* 0: min(4096, budget / 8) */
 	int max_locks_per_session;	/* lock records of one session */
-	int max_grants_per_conn;	/* objects granted (so watched) */
+	int max_grants_per_conn;	/* objects granted (so watched); 0:
+					 * a quarter of max_user_watches */
 };
 void config_defaults(struct config *cf);
 int config_load(struct config *cf, const char *path, char *err,
