@@ -72,6 +72,9 @@ static int caps_effective(bool full)
  * The id switches need CAP_SETUID/CAP_SETGID, so the effective set is
  * emptied last, and refilled first on the way back.
  */
+/* This thread emptied its effective set in creds_enter(). */
+static __thread bool caps_dropped;
+
 int creds_enter(const struct creds *cr)
 {
 	gid_t g[POHMEL_MAX_GROUPS];
@@ -89,8 +92,11 @@ int creds_enter(const struct creds *cr)
 	if ((uint32_t)setfsuid((uid_t)-1) != cr->uid)
 		goto err_gid;
 	/* Never run as the caller with powers it must not have. */
-	if (!cr->priv && caps_effective(false))
-		goto err_uid;
+	if (!cr->priv) {
+		if (caps_effective(false))
+			goto err_uid;
+		caps_dropped = true;
+	}
 	return 0;
 
 err_uid:
@@ -104,11 +110,14 @@ err_groups:
 
 void creds_leave(void)
 {
-	int err = caps_effective(true);
+	/* An unsquashed root's request dropped nothing: no syscalls. */
+	int err = caps_dropped ? caps_effective(true) : 0;
 
 	if (err)
 		log_err("cannot restore the thread's capabilities: %s",
 			strerror(err));
+	else
+		caps_dropped = false;
 	setfsuid(0);
 	setfsgid(0);
 	syscall(SYS_setgroups, (size_t)0, NULL);
