@@ -16,6 +16,10 @@
 # At the end: no mount of the group left, the module's reference count
 # back where it was, no "Busy inodes" in the kernel log.
 # (The harness fails the run on any BUG/WARNING/Oops/hung task.)
+# Scenarios run in POHMEL_HOSTILE_JOBS workers at once (default 2), each
+# with its own proxy port and mount point; a worker's TAP is relayed when
+# it ends. POHMEL_HOSTILE_PART=K/N runs every Nth scenario of the list from
+# the Kth (make check gives the two middle kernels one half each).
 # Usage: hostile.sh BIN W1 W2 SCRATCH [local]   (env POHMEL_HOSTILE: scenarios to run)
 bin=$1 w1=$2 w2=$3 scratch=$4 local=${5:-}
 . "$(dirname "$0")/lib.sh"
@@ -29,8 +33,6 @@ fi
 uport=$(awk -v m="$POHMEL_MNT1" '$2 == m && $3 == "pohmel" { if (match($4, /port=[0-9]+/)) print substr($4, RSTART + 5, RLENGTH - 5); exit }' /proc/mounts)
 uport=${uport:-7349}
 rel=${w1#"$POHMEL_MNT1"/}	# the work dir relative to the export root
-mnt=$scratch/mnt
-mkdir -p "$mnt"
 
 # class: recover = operations succeed during the attack too
 #        detect  = a protocol error: the affected calls may fail (cleanly),
@@ -90,6 +92,12 @@ auth-close rehello
 reconnect-close rehello
 "
 only=${POHMEL_HOSTILE:-}
+jobs=${POHMEL_HOSTILE_JOBS:-2}
+part=${POHMEL_HOSTILE_PART:-1/1}
+pk=${part%/*} pn=${part#*/}
+case "$pk/$pn/$jobs" in
+*[!0-9/]* | 0/* | */0/* | */0) echo "hostile.sh: bad POHMEL_HOSTILE_PART=$part or POHMEL_HOSTILE_JOBS=$jobs" >&2; exit 2 ;;
+esac
 
 modref() { cat /sys/module/pohmelfs/refcnt 2>/dev/null || echo '?'; }
 inodes() { awk '$1 == "pohmel_inode_cache" { print $2; f = 1 } END { if (!f) print "?" }' /proc/slabinfo 2>/dev/null; }
@@ -147,13 +155,13 @@ mount_h() {	# PORT OPTS
 }
 umount_h() {
 	local name=$1
-	if timeout -k 5 60 umount "$mnt" 2>"$GS/umount.err"; then
+	if timeout -k 5 60 umount "$mnt" 2>"$mnt.umount.err"; then
 		pass "$name: unmounts"
-	elif timeout -k 5 60 umount -f "$mnt" 2>>"$GS/umount.err"; then
+	elif timeout -k 5 60 umount -f "$mnt" 2>>"$mnt.umount.err"; then
 		pass "$name: unmounts (with -f)"
 	else
 		fail "$name: unmounts"
-		diag "$(cat "$GS/umount.err")"
+		diag "$(cat "$mnt.umount.err")"
 		timeout -k 5 60 umount -l "$mnt"
 	fi
 }
@@ -168,12 +176,9 @@ mkdir -p "$w1/d" && cp "$GS/src" "$w1/data" &&
 	fail "hostile: prepare files through mount 1"
 drop_caches
 ref0=$(modref) ino0=$(inodes)
-port=7400
-t_start=$(date +%s)
-while read -r sc class; do
-	[ -n "$sc" ] || continue
-	case " ${only:-$sc} " in *" $sc "*) ;; *) continue ;; esac
-	port=$((port + 1))
+# scenario SC CLASS PORT: one scenario on its own proxy and mount ($mnt)
+scenario() {
+	local sc=$1 class=$2 port=$3 name t_sc arm opts pe0 pe1 r1 r2 cpid i rc
 	name="hostile/$sc ($class)"
 	t_sc=$(date +%s.%N)
 	hlog=$GS/$sc.$class.log
@@ -183,14 +188,14 @@ while read -r sc class; do
 		fail "$name: start the hostile server"
 		diag "$(cat "$hlog")"
 		hstop
-		continue
+		return
 	fi
 	opts=soft,timeo=2
 	[ "$class" = rehello ] && opts=soft,timeo=20
 	[ "$sc" = stall-hard ] && opts=hard
 
 	if [ "$class" = mount ]; then
-		if mount_h "$port" "$opts" 2>"$GS/mount.err"; then
+		if mount_h "$port" "$opts" 2>"$mnt.mount.err"; then
 			fail "$name: mount fails"
 			umount_h "$name"
 		else
@@ -198,20 +203,20 @@ while read -r sc class; do
 			if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
 				fail "$name: mount fails (it hung: status $rc)"
 			else
-				pass "$name: mount fails cleanly ($(tr '\n' ' ' <"$GS/mount.err"))"
+				pass "$name: mount fails cleanly ($(tr '\n' ' ' <"$mnt.mount.err"))"
 			fi
 		fi
 		grep -q '^fired' "$hlog" && pass "$name: the scenario fired" || fail "$name: the scenario fired"
 		mountpoint -q "$mnt" && { fail "$name: nothing left mounted"; umount -l "$mnt"; }
 		hstop
-		continue
+		return
 	fi
 
-	if ! mount_h "$port" "$opts" 2>"$GS/mount.err"; then
+	if ! mount_h "$port" "$opts" 2>"$mnt.mount.err"; then
 		fail "$name: mount through the proxy"
-		diag "$(cat "$GS/mount.err")" "$(cat "$hlog")"
+		diag "$(cat "$mnt.mount.err")" "$(cat "$hlog")"
 		hstop
-		continue
+		return
 	fi
 	pe0=$(proto_errors)
 	kill -USR1 "$hpid"
@@ -283,11 +288,38 @@ while read -r sc class; do
 	umount_h "$name"
 	hstop
 	diag "$sc took $(awk -v a="$t_sc" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
+}
+
+# the scenarios to run: POHMEL_HOSTILE's, then this part of them
+sel=() n=0
+while read -r sc class; do
+	[ -n "$sc" ] || continue
+	case " ${only:-$sc} " in *" $sc "*) ;; *) continue ;; esac
+	n=$((n + 1))
+	[ $(((n - 1) % pn)) = $((pk - 1)) ] && sel+=("$sc $class $((7400 + n))")
 done <<<"$scenarios"
+diag "${#sel[@]} of $n scenarios (part $part), $jobs at a time"
+t_start=$(date +%s)
+for ((k = 0; k < jobs; k++)); do
+	(
+		mnt=$scratch/mnt.$k
+		mkdir -p "$mnt"
+		for ((j = k; j < ${#sel[@]}; j += jobs)); do
+			# shellcheck disable=SC2086
+			scenario ${sel[$j]}
+		done
+	) >"$GS/worker.$k.tap" 2>&1 &
+	wpid[k]=$!
+done
+for ((k = 0; k < jobs; k++)); do
+	wait "${wpid[$k]}"
+	relay_tap "" "$GS/worker.$k.tap"
+done
 t_end=$(date +%s)
 diag "scenarios took $((t_end - t_start)) s"
 
-mountpoint -q "$mnt" && fail "hostile: nothing left mounted" || pass "hostile: nothing left mounted"
+left=$(for ((k = 0; k < jobs; k++)); do mountpoint -q "$scratch/mnt.$k" && echo "$scratch/mnt.$k"; done)
+[ -z "$left" ] && pass "hostile: nothing left mounted" || fail "hostile: nothing left mounted ($left)"
 drop_caches
 sleep 1
 ref1=$(modref) ino1=$(inodes)
