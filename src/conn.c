@@ -79,6 +79,8 @@ static void complete_req_locked(struct pohmel_conn *c, struct pohmel_req *req,
 	req->err = err;
 	req->state = POHMEL_RS_DONE;
 	complete_all(&req->done);
+	if (req->seq)
+		wake_up(&c->seq_wq);
 }
 
 /* Take @req off the queue and fail it with @err. Must hold c->lock. */
@@ -104,8 +106,6 @@ static int send_req(struct pohmel_conn *c, struct pohmel_req *req)
 	int err;
 
 	lockdep_assert_held(&c->send_mutex);
-	if (req->needs_seq && !req->seq)
-		req->seq = atomic64_inc_return(&c->sess.next_seq);
 	h->tag = cpu_to_be32(req->tag);
 	h->seq = cpu_to_be64(req->seq);
 	err = pohmel_conn_send_all(c->sock, req->sbuf, req->slen);
@@ -143,8 +143,54 @@ static void try_send(struct pohmel_conn *c, struct pohmel_req *req)
 	mutex_unlock(&c->send_mutex);
 }
 
+/*
+ * May the next sequence number go out (see seq_mutex)? Rescans the queue
+ * for the lowest unanswered seq only when the bound it keeps says no.
+ */
+static bool seq_window_open(struct pohmel_conn *c)
+{
+	u64 next = atomic64_read(&c->sess.next_seq) + 1;
+	struct pohmel_req *req;
+	bool open;
+
+	spin_lock(&c->lock);
+	open = c->dying || next - c->seq_low < POHMEL_REPLY_CACHE;
+	if (!open) {
+		c->seq_low = next;
+		list_for_each_entry(req, &c->queue, list)
+			if (req->seq && req->seq < c->seq_low)
+				c->seq_low = req->seq;
+		open = next - c->seq_low < POHMEL_REPLY_CACHE;
+	}
+	spin_unlock(&c->lock);
+	return open;
+}
+
+/*
+ * A non-idempotent request waits for the reply-cache window, then gets
+ * its seq and its place on the queue under seq_mutex (held on return 0).
+ */
+static int seq_wait(struct pohmel_conn *c)
+{
+	int err;
+
+	err = mutex_lock_killable(&c->seq_mutex);
+	if (err)
+		return err;
+	if (!seq_window_open(c)) {
+		atomic64_inc(&c->stats.seq_waits);
+		err = wait_event_killable(c->seq_wq, seq_window_open(c));
+		if (err) {
+			mutex_unlock(&c->seq_mutex);
+			return err;
+		}
+	}
+	return 0;
+}
+
 static int submit(struct pohmel_conn *c, struct pohmel_req *req)
 {
+	bool seq = req->needs_seq && !req->seq;
 	u32 tag;
 	int err;
 
@@ -157,23 +203,39 @@ static int submit(struct pohmel_conn *c, struct pohmel_req *req)
 	if (err < 0)
 		return err;
 	req->tag = tag;
+	if (seq) {
+		err = seq_wait(c);
+		if (err)
+			goto erase_tag;
+	}
 	kref_get(&req->ref);		/* the queue's reference */
 	spin_lock(&c->lock);
 	if (c->dying) {
 		spin_unlock(&c->lock);
-		xa_erase(&c->tags, tag);
 		pohmel_req_put(req);
-		return -EIO;
+		err = -EIO;
+		goto unlock_seq;
 	}
+	if (seq)
+		req->seq = atomic64_inc_return(&c->sess.next_seq);
 	req->state = POHMEL_RS_QUEUED;
 	list_add_tail(&req->list, &c->queue);
 	spin_unlock(&c->lock);
+	if (seq)
+		mutex_unlock(&c->seq_mutex);
 	spin_lock(&c->recall_lock);
 	req->stamp = c->recall_seq;
 	spin_unlock(&c->recall_lock);
 	atomic64_inc(&c->stats.ops[req->op]);
 	try_send(c, req);
 	return 0;
+
+unlock_seq:
+	if (seq)
+		mutex_unlock(&c->seq_mutex);
+erase_tag:
+	xa_erase(&c->tags, tag);
+	return err;
 }
 
 /* The waiter gives up: take the request back unless it was answered. */
@@ -189,6 +251,8 @@ static int cancel(struct pohmel_conn *c, struct pohmel_req *req, int err)
 		put_tag_locked(c, req, false);
 		req->state = POHMEL_RS_CANCELLED;
 		owned = true;
+		if (req->seq)
+			wake_up(&c->seq_wq);
 	}
 	spin_unlock(&c->lock);
 	if (owned)
@@ -827,6 +891,8 @@ int pohmel_conn_init(struct pohmel_conn *c)
 	xa_init_flags(&c->tags, XA_FLAGS_ALLOC1);
 	mutex_init(&c->send_mutex);
 	mutex_init(&c->sock_mutex);
+	mutex_init(&c->seq_mutex);
+	init_waitqueue_head(&c->seq_wq);
 	c->gen = 1;
 	c->grants = true;
 	pohmel_session_init(&c->sess);
@@ -872,6 +938,7 @@ void pohmel_conn_stop(struct pohmel_conn *c)
 	spin_lock(&c->lock);
 	c->dying = true;
 	spin_unlock(&c->lock);
+	wake_up_all(&c->seq_wq);
 	fail_all(c, -EIO);
 	if (c->task) {
 		send_sig(SIGKILL, c->task, 1);

@@ -76,6 +76,7 @@ struct pohmel_conn_stats {
 	atomic64_t recall_ns;		/* sum of arrival-to-ack times */
 	atomic64_t recall_max_ns;	/* the longest of them */
 	atomic64_t releases;		/* grants given back (oids in RELEASE) */
+	atomic64_t seq_waits;		/* held back by the reply-cache window */
 };
 
 /*
@@ -155,6 +156,20 @@ struct pohmel_conn {
 	 * may hold for ever; conn_down takes it to release the socket.
 	 */
 	struct mutex sock_mutex;
+
+	/*
+	 * The server keeps the replies of the last POHMEL_REPLY_CACHE
+	 * sequence numbers, so seq S goes out only once every seq up to
+	 * S - POHMEL_REPLY_CACHE is answered: a replay never finds its
+	 * reply evicted, and a slow request never has a newer one wait on
+	 * its slot. seq_mutex orders handing out a seq with putting its
+	 * request on the queue; seq_wq wakes a submitter held back when a
+	 * sequenced request leaves the queue. seq_low (lock) is a lower
+	 * bound of the lowest unanswered seq: it only grows.
+	 */
+	struct mutex seq_mutex;
+	wait_queue_head_t seq_wq;
+	u64 seq_low;
 
 	struct task_struct *task;	/* receive / reconnect thread */
 	struct workqueue_struct *recall_wq;	/* one work item per RECALL */

@@ -69,7 +69,11 @@
  * already executed is answered from that cache and not executed again.
  * This makes a replay after reconnect apply exactly once. A request older
  * than the cache window gets status POHMEL_ERR_SEQ_OLD and the client fails
- * that call with EIO (it cannot know whether it was applied).
+ * that call with EIO (it cannot know whether it was applied). So a client
+ * sends seq S only once every seq up to S - POHMEL_REPLY_CACHE has been
+ * answered (clarified). A LOCK with POHMEL_LOCK_WAIT and type RD or WR
+ * may carry seq 0: it can wait without end, and running it again for the
+ * same owner leaves the same lock (clarified, no layout change).
  * (Clarified, no layout change.) Sessions survive a restart of the server
  * (a crash as well as a clean stop): the server keeps each session's reply
  * cache and open handles on stable state and loads them at start, so a

@@ -638,6 +638,13 @@ int pohmel_rpc_lock(struct pohmel_conn *c, const struct pohmel_foid *oid,
 	b->flags = cpu_to_be32(fl->flags);
 	b->pid = cpu_to_be32(fl->pid);
 	req->xflags = fl->flags;
+	/*
+	 * A lock that may wait goes without a seq: it may stay unanswered
+	 * for ever, and a seq would hold the reply-cache window (conn.h).
+	 * Run twice for the same owner it ends in the same state.
+	 */
+	if ((fl->flags & POHMEL_LOCK_WAIT) && fl->type != POHMEL_LOCK_UN)
+		req->needs_seq = false;
 	err = call(c, req);
 	if (err)
 		return err;

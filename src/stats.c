@@ -48,6 +48,7 @@ int pohmel_show_stats(struct seq_file *m, struct dentry *root)
 	S("replays", &cs->replays);
 	S("timeouts", &cs->timeouts);
 	S("proto_errors", &cs->proto_errors);
+	S("seq_waits", &cs->seq_waits);
 	S("recalls", &cs->recalls);
 	S("recall_acks", &cs->recall_acks);
 	S("grant_releases", &cs->releases);

@@ -64,6 +64,7 @@
 #define H_FLAGS 6
 #define H_TAG 8
 #define H_STATUS 12
+#define H_SEQ 16
 /* offsets in an attr */
 #define A_ID 0
 #define A_GEN 8
@@ -87,7 +88,7 @@ static void put16(uint8_t *p, uint16_t v) { p[0] = v >> 8; p[1] = v; }
 static void put64(uint8_t *p, uint64_t v) { put32(p, v >> 32); put32(p + 4, (uint32_t)v); }
 
 /* ---- scenarios ----------------------------------------------------------- */
-enum when { W_ANY, W_ATTR, W_DIRENT, W_READ, W_HELLO, W_AUTH, W_CONN };
+enum when { W_ANY, W_ATTR, W_DIRENT, W_READ, W_SEQ, W_HELLO, W_AUTH, W_CONN };
 struct scenario {
 	const char *name;
 	enum when when;		/* which reply it applies to */
@@ -140,7 +141,12 @@ static const struct scenario scenarios[] = {
 	{ "auth-attr", W_AUTH, 2, "AUTH reply with a malformed root attr" },
 	{ "auth-close", W_AUTH, 2, "close instead of the AUTH reply" },
 	{ "reconnect-close", W_CONN, 3, "close the connection at once" },
+	{ "seq-window", W_SEQ, 1, "the reply to one sequenced request held back for up to "
+	  "8 s; logs the highest seq the client sent meanwhile" },
 };
+/* seq-window: the client may not send seq S + SEQ_WINDOW while S is unanswered */
+#define SEQ_WINDOW 1024
+#define SEQ_HOLD_MS 8000
 static const struct scenario *sc;
 
 static volatile sig_atomic_t armed;
@@ -234,7 +240,17 @@ struct conn {
 	struct buf listing;		/* dirent-loop: the first listing */
 	int nheld;
 	unsigned long long held_since;
+	/* seq-window: the request whose reply is held, its seq, the highest
+	 * seq sent since, and the reply once it came */
+	uint32_t win_tag;
+	uint64_t win_seq, win_max;
+	unsigned long long win_since;
+	struct buf win_reply;
+	int win_held;
 };
+
+/* seq-window: give the held reply back (it may not have come yet) */
+static void win_release(struct conn *c, const char *why);
 
 static int attr_op(uint16_t op)
 {
@@ -338,6 +354,8 @@ static int applies(const struct conn *c, const uint8_t *m, uint16_t op, uint32_t
 		return rop == OP_READDIR && len > 128 + 136 && get32(m + HDR + 120) > 0;
 	case W_READ:
 		return rop == OP_READ && len >= 128 && !get32(m + H_STATUS);
+	case W_SEQ:
+		return 0;	/* from_client() and from_server() do it */
 	default:
 		return 1;
 	}
@@ -519,6 +537,12 @@ static void from_server(struct conn *c, uint8_t *m, uint32_t len)
 		to_client(c, c->listing.p, c->listing.len);
 		return;
 	}
+	if (c->win_seq && !c->win_held && get32(m + H_TAG) == c->win_tag &&
+	    (get16(m + H_FLAGS) & HF_REPLY)) {
+		buf_add(&c->win_reply, m, HDR + len);
+		c->win_held = 1;
+		return;
+	}
 	hit = applies(c, m, op, len);
 	see_attr(m, op, len);
 	if (hit)
@@ -535,6 +559,23 @@ static void from_client(struct conn *c, uint8_t *m, uint32_t len)
 
 	if (tag != 0xffffffff && tag > c->last_tag)
 		c->last_tag = tag;
+	if (!strcmp(sc->name, "seq-window") && get64(m + H_SEQ) &&
+	    !(get16(m + H_FLAGS) & HF_REPLY)) {
+		uint64_t seq = get64(m + H_SEQ);
+
+		if (c->win_seq && seq > c->win_max)
+			c->win_max = seq;
+		if (!c->win_seq && armed && fired < sc->times) {
+			fired++;
+			c->win_seq = c->win_max = seq;
+			c->win_tag = tag;
+			c->win_since = now_ms();
+			say("fired seq-window on op %u seq %llu: its reply held", op,
+			    (unsigned long long)seq);
+		}
+		if (c->win_seq && c->win_max >= c->win_seq + SEQ_WINDOW + 64)
+			win_release(c, "the client went past the window");
+	}
 	/* acks to the recalls we made up: pohmeld never sent those */
 	if (op == OP_RECALL_ACK && len == 32 && (get64(m + HDR + 24) & FAKE_RECALL_ID))
 		return;
@@ -593,6 +634,19 @@ static int drain(int fd, struct buf *b)
 	return 1;
 }
 
+static void win_release(struct conn *c, const char *why)
+{
+	say("seq-window: seq %llu released after %llu ms (%s); highest seq sent meanwhile %llu "
+	    "(%llu past it, window %d)", (unsigned long long)c->win_seq,
+	    now_ms() - c->win_since, why, (unsigned long long)c->win_max,
+	    (unsigned long long)(c->win_max - c->win_seq), SEQ_WINDOW);
+	if (c->win_held)
+		to_client(c, c->win_reply.p, c->win_reply.len);
+	c->win_seq = 0;
+	c->win_held = 0;
+	c->win_reply.len = 0;
+}
+
 static int connect_upstream(int port)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
@@ -615,7 +669,7 @@ static void serve(int cfd, int uport)
 	int one = 1;
 
 	free(c.in_c.p); free(c.in_u.p); free(c.out_c.p); free(c.out_u.p); free(c.held.p);
-	free(c.listing.p);
+	free(c.listing.p); free(c.win_reply.p);
 	memset(&c, 0, sizeof(c));
 	c.cfd = cfd;
 	setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -639,7 +693,7 @@ static void serve(int cfd, int uport)
 			{ .fd = cfd, .events = c.noread ? POLLRDHUP : POLLIN },
 			{ .fd = c.ufd, .events = POLLIN },
 		};
-		int tmo = c.nheld ? 20 : 1000, r;
+		int tmo = c.nheld ? 20 : c.win_seq ? 100 : 1000, r;
 
 		/* a scenario about connecting, armed now: make the client reconnect */
 		if (armed && !c.armed_at_start && sc->when >= W_HELLO) {
@@ -656,6 +710,8 @@ static void serve(int cfd, int uport)
 			break;
 		if (c.nheld && now_ms() - c.held_since >= 20)
 			flush_held(&c);
+		if (c.win_seq && now_ms() - c.win_since >= SEQ_HOLD_MS)
+			win_release(&c, "time");
 		if (r <= 0)
 			continue;
 		if (c.noread && (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR)))

@@ -41,6 +41,8 @@ rel=${w1#"$POHMEL_MNT1"/}	# the work dir relative to the export root
 #        stall   = the server goes silent: soft calls time out
 #        mount   = the attack is on the handshake of mount(2): it fails
 #        rehello = the attack is on the handshake of a reconnect
+#        window  = a reply held back while more sequenced calls go out:
+#                  they must stay within the server's reply-cache window
 scenarios="
 garbage detect
 len-huge detect
@@ -90,6 +92,7 @@ auth-attr rehello
 hello-close rehello
 auth-close rehello
 reconnect-close rehello
+seq-window window
 "
 only=${POHMEL_HOSTILE:-}
 jobs=${POHMEL_HOSTILE_JOBS:-2}
@@ -136,6 +139,7 @@ round() {	# N
 	[ "$sc" = reorder ] && extra+=(parallel)
 	# a silent server: every call costs timeo; the first ones show it
 	[ "$n" = 1 ] && [ "$class" = stall ] && extra+=(short)
+	[ "$n" = 1 ] && [ "$class" = window ] && extra+=(seqwin)
 	timeout -k 5 200 "$bin/hostile" round "$mnt/$rel" "$n" "$GS/src" "$GS/src2" "$sc" "${extra[@]}"
 	rc=$?
 	[ "$rc" = 0 ] || echo "round-exit $rc"
@@ -192,7 +196,8 @@ scenario() {
 	fi
 	opts=soft,timeo=2
 	[ "$class" = rehello ] && opts=soft,timeo=20
-	[ "$sc" = stall-hard ] && opts=hard
+	# window: the held call must not time out (and so free the window)
+	if [ "$sc" = stall-hard ] || [ "$class" = window ]; then opts=hard; fi
 
 	if [ "$class" = mount ]; then
 		if mount_h "$port" "$opts" 2>"$mnt.mount.err"; then
@@ -247,7 +252,7 @@ scenario() {
 		fail "$name: the scenario fired"
 	fi
 	case $class in
-	recover|rehello)
+	recover|rehello|window)
 		if round_ok "$r1" 1; then
 			pass "$name: operations succeed during the attack, data right"
 		else
@@ -263,6 +268,17 @@ scenario() {
 		fi ;;
 	esac
 	[ -z "$r1" ] || diag "during the attack: $(echo $r1)"
+	if [ "$class" = window ]; then
+		# "(D past it, window 1024)": how far past the held seq it went
+		local past
+		past=$(sed -n 's/.*(\([0-9]*\) past it, window.*/\1/p' "$hlog" | head -n 1)
+		if [ -n "$past" ] && [ "$past" -lt 1024 ]; then
+			pass "$name: no seq 1024 or more past an unanswered one ($past past it)"
+		else
+			fail "$name: no seq 1024 or more past an unanswered one (${past:-no report} past it)"
+			diag "$(grep 'seq-window' "$hlog")"
+		fi
+	fi
 	if [ "$class" = detect ]; then
 		pe1=$(proto_errors)
 		if [ "${pe1:-0}" -gt "${pe0:-0}" ] 2>/dev/null; then

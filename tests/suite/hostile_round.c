@@ -86,7 +86,7 @@ int do_round(int argc, char **argv)
 	char p[2048], q[4096];
 	uint8_t *src, *src2;
 	size_t slen, s2len;
-	int n, err, same, i, big = 0, par = 0;
+	int n, err, same, i, big = 0, par = 0, seqwin = 0;
 	struct stat st;
 
 	if (argc < 7)
@@ -99,8 +99,39 @@ int do_round(int argc, char **argv)
 	for (i = 7; i < argc; i++) {
 		big |= !strcmp(argv[i], "big");
 		par |= !strcmp(argv[i], "parallel");
+		seqwin |= !strcmp(argv[i], "seqwin");
 	}
 	signal(SIGALRM, SIG_DFL);
+
+	if (seqwin) {
+		/* one sequenced call, whose reply the proxy holds, and 1,100
+		 * more behind it from another process */
+		pid_t kid;
+		int status, fd;
+
+		snprintf(p, sizeof(p), "%s/data", dir);
+		kid = fork();
+		if (kid == 0) {
+			alarm(60);
+			_exit(utimensat(AT_FDCWD, p, NULL, 0) ? errno : 0);
+		}
+		usleep(500000);
+		alarm(60);
+		snprintf(q, sizeof(q), "%s/sw.%s.%d", dir, name, n);
+		fd = open(q, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		err = fd < 0 ? errno : 0;
+		for (i = 0; i < 1100 && !err; i++)
+			if (fchmod(fd, i & 1 ? 0644 : 0600))
+				err = errno;
+		if (fd >= 0)
+			close(fd);
+		report("seqwin-ops", err);
+		if (kid < 0 || waitpid(kid, &status, 0) < 0)
+			report("seqwin-held", -1);
+		else
+			report("seqwin-held", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+		unlink(q);
+	}
 
 	alarm(20);
 	snprintf(p, sizeof(p), "%s/data", dir);

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -378,12 +380,61 @@ static void test_fcntl_locks(void)
 	close(b);
 }
 
+/*
+ * A blocking lock that waits on another client must not hold back the
+ * mount's other changes: more sequenced calls than the server's reply
+ * cache keeps (1,024) go through on mount 1 while its flock waits.
+ */
+static void test_lock_window(void)
+{
+	int fd2 = open(p2("lk/f"), O_RDWR), st = -1, i, done = 0;
+	struct timespec ts = {0, 500000000}, tick = {0, 100000000};
+
+	CHECK_OK(flock(fd2, LOCK_EX), "lock window: exclusive flock on mount 2");
+	pid_t pid = fork_peer();
+	if (pid == 0) {
+		int f1 = open(p1("lk/f"), O_RDWR);
+		sig(cp[1]);
+		CHECK_OK(flock(f1, LOCK_EX), "lock window: mount 1's blocking flock granted after the release");
+		_exit(0);
+	}
+	wt(cp[0]);
+	nanosleep(&ts, NULL);	/* its LOCK is now waiting at the server */
+	pid_t w = fork();
+	if (w == 0) {
+		int f = open(p1("lk/chmods"), O_RDWR | O_CREAT, 0644);
+
+		for (i = 0; i < 1100; i++)
+			if (fchmod(f, i & 1 ? 0644 : 0600))
+				_exit(1);
+		_exit(0);
+	}
+	/* a hang detector, not a timing: the calls block on the waiting lock */
+	for (i = 0; w > 0 && i < 600 && !done; i++) {
+		done = waitpid(w, &st, WNOHANG) == w;
+		if (!done)
+			nanosleep(&tick, NULL);
+	}
+	if (w > 0 && !done) {
+		kill(w, SIGKILL);
+		waitpid(w, &st, 0);
+	}
+	tap_check(done && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		  "lock window: 1,100 chmods on mount 1 while its flock waits (%s)",
+		  done ? "finished" : "still blocked after 60 s");
+	flock(fd2, LOCK_UN);
+	end_peer(pid, "lock window");
+	close(fd2);
+	unlink(p1("lk/chmods"));
+}
+
 void test_locks(void)
 {
 	mkdir(p1("lk"), 0755);
 	char buf[1000] = {0};
 	write_file(p1("lk/f"), buf, sizeof(buf), 0, 0666);
 	test_flock();
+	test_lock_window();
 	test_fcntl_locks();
 }
 
