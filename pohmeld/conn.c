@@ -23,7 +23,6 @@
  * logged, so idle sockets cannot hold the slots for long.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
@@ -38,6 +37,11 @@
 #define PRE_HELLO_MAX	4096
 #define THREAD_STACK	(256 * 1024)
 
+/* Log lines a client can cause at will (log.c: log_limited). */
+static struct ratelimit rl_max = RATELIMIT_INIT;
+static struct ratelimit rl_per_addr = RATELIMIT_INIT;
+static struct ratelimit rl_handshake = RATELIMIT_INIT;
+
 /* conns_mu protects conns, nconns, nworkers and the per-address
  * table; conns_cv signals changes of nconns and nworkers. */
 static pthread_mutex_t conns_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -45,64 +49,6 @@ static pthread_cond_t conns_cv = PTHREAD_COND_INITIALIZER;
 static struct conn *conns;
 static int nconns;
 static int nworkers;
-
-/*
- * Log lines a client can cause at will (refusals, handshake timeouts)
- * are rate-limited per kind: at most RL_LINES in RL_SECS seconds; the
- * first line after a quiet spell says how many were left out. The stats
- * counters count every event.
- */
-#define RL_LINES	10
-#define RL_SECS		10
-struct ratelimit {
-	pthread_mutex_t mu;
-	bool started;
-	time_t start;		/* CLOCK_MONOTONIC second of the window */
-	int lines;		/* logged in this window */
-	unsigned long dropped;	/* not logged since the last line */
-};
-#define RATELIMIT_INIT	{ .mu = PTHREAD_MUTEX_INITIALIZER }
-static struct ratelimit rl_max = RATELIMIT_INIT;
-static struct ratelimit rl_per_addr = RATELIMIT_INIT;
-static struct ratelimit rl_handshake = RATELIMIT_INIT;
-
-static void log_limited(struct ratelimit *rl, int prio, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void log_limited(struct ratelimit *rl, int prio, const char *fmt, ...)
-{
-	unsigned long dropped = 0;
-	struct timespec now;
-	char buf[512];
-	va_list ap;
-	bool emit;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	pthread_mutex_lock(&rl->mu);
-	if (!rl->started || now.tv_sec - rl->start >= RL_SECS) {
-		rl->started = true;
-		rl->start = now.tv_sec;
-		rl->lines = 0;
-	}
-	emit = rl->lines < RL_LINES;
-	if (emit) {
-		rl->lines++;
-		dropped = rl->dropped;
-		rl->dropped = 0;
-	} else {
-		rl->dropped++;
-	}
-	pthread_mutex_unlock(&rl->mu);
-	if (!emit)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (dropped)
-		log_msg(prio, "%s (%lu more like this not logged)", buf,
-			dropped);
-	else
-		log_msg(prio, "%s", buf);
-}
 
 /*
  * Connections per client address, under conns_mu: a chained hash table

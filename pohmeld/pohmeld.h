@@ -36,6 +36,18 @@ void log_msg(int prio, const char *fmt, ...)
 #define log_info(...)	log_msg(LOG_INFO, __VA_ARGS__)
 #define log_debug(...)	log_msg(LOG_DEBUG, __VA_ARGS__)
 
+/* One per kind of line a client can cause at will; rl->mu protects it. */
+struct ratelimit {
+	pthread_mutex_t mu;
+	bool started;
+	time_t start;		/* CLOCK_MONOTONIC second of the window */
+	int lines;		/* logged in this window */
+	unsigned long dropped;	/* not logged since the last line */
+};
+#define RATELIMIT_INIT	{ .mu = PTHREAD_MUTEX_INITIALIZER }
+void log_limited(struct ratelimit *rl, int prio, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* ---- sha256.c ---- */
 struct sha256_ctx {
 	uint32_t h[8];
