@@ -3,17 +3,20 @@
  * conn.c - one thread per connection.
  *
  * The thread reads one message, dispatches it and writes the reply, so a
- * slow client only ever stalls itself. Replies produced elsewhere (a
- * waiting LOCK granted by another client's unlock) are written by that
- * other thread: every write of a whole message holds send_mu, so messages
- * never interleave on the socket.
+ * slow client only ever stalls itself. Messages produced elsewhere (a
+ * RECALL, a waiting LOCK granted by another client's unlock) are pushed
+ * to the connection's outbox (outbox.c), which this thread drains while
+ * it waits for input: only the connection's own threads (this one and
+ * its worker, below) ever wait on its socket.
  *
  * Memory per connection: a receive and a send buffer of the negotiated
  * max_msg (at most POHMEL_MAX_MSG, 1 MiB + 4 KiB, each; only pages a
  * message touched are resident, and after a message over 64 KiB all but
  * the first 64 KiB are given back), a 256 KiB thread stack and the
- * struct conn: about 45 KiB resident for an idle connection. A connection that has not finished HELLO can send at
- * most 4 KiB per message.
+ * struct conn: about 45 KiB resident for an idle connection; three fds
+ * at most (the socket, the outbox's eventfd, a request's temporary fd).
+ * A connection that has not finished HELLO can send at most 4 KiB per
+ * message.
  *
  * Admission (conn_start): at most max-connections in all and
  * max-connections-per-address from one client address; a connection
@@ -23,12 +26,10 @@
  * logged, so idle sockets cannot hold the slots for long.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
 #include <stdlib.h>
-#include <poll.h>
 #include <sys/mman.h>
 #include <sys/un.h>
 #include <time.h>
@@ -38,6 +39,11 @@
 #define PRE_HELLO_MAX	4096
 #define THREAD_STACK	(256 * 1024)
 
+/* Log lines a client can cause at will (log.c: log_limited). */
+static struct ratelimit rl_max = RATELIMIT_INIT;
+static struct ratelimit rl_per_addr = RATELIMIT_INIT;
+static struct ratelimit rl_handshake = RATELIMIT_INIT;
+
 /* conns_mu protects conns, nconns, nworkers and the per-address
  * table; conns_cv signals changes of nconns and nworkers. */
 static pthread_mutex_t conns_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -45,64 +51,6 @@ static pthread_cond_t conns_cv = PTHREAD_COND_INITIALIZER;
 static struct conn *conns;
 static int nconns;
 static int nworkers;
-
-/*
- * Log lines a client can cause at will (refusals, handshake timeouts)
- * are rate-limited per kind: at most RL_LINES in RL_SECS seconds; the
- * first line after a quiet spell says how many were left out. The stats
- * counters count every event.
- */
-#define RL_LINES	10
-#define RL_SECS		10
-struct ratelimit {
-	pthread_mutex_t mu;
-	bool started;
-	time_t start;		/* CLOCK_MONOTONIC second of the window */
-	int lines;		/* logged in this window */
-	unsigned long dropped;	/* not logged since the last line */
-};
-#define RATELIMIT_INIT	{ .mu = PTHREAD_MUTEX_INITIALIZER }
-static struct ratelimit rl_max = RATELIMIT_INIT;
-static struct ratelimit rl_per_addr = RATELIMIT_INIT;
-static struct ratelimit rl_handshake = RATELIMIT_INIT;
-
-static void log_limited(struct ratelimit *rl, int prio, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void log_limited(struct ratelimit *rl, int prio, const char *fmt, ...)
-{
-	unsigned long dropped = 0;
-	struct timespec now;
-	char buf[512];
-	va_list ap;
-	bool emit;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	pthread_mutex_lock(&rl->mu);
-	if (!rl->started || now.tv_sec - rl->start >= RL_SECS) {
-		rl->started = true;
-		rl->start = now.tv_sec;
-		rl->lines = 0;
-	}
-	emit = rl->lines < RL_LINES;
-	if (emit) {
-		rl->lines++;
-		dropped = rl->dropped;
-		rl->dropped = 0;
-	} else {
-		rl->dropped++;
-	}
-	pthread_mutex_unlock(&rl->mu);
-	if (!emit)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (dropped)
-		log_msg(prio, "%s (%lu more like this not logged)", buf,
-			dropped);
-	else
-		log_msg(prio, "%s", buf);
-}
 
 /*
  * Connections per client address, under conns_mu: a chained hash table
@@ -194,15 +142,20 @@ static void addr_drop(const uint8_t key[16])
 	}
 }
 
-void conn_init_struct(struct conn *c, int fd)
+int conn_init_struct(struct conn *c, int fd)
 {
+	int err;
+
 	memset(c, 0, sizeof(*c));
+	err = outbox_init(&c->ob);
+	if (err)
+		return err;
 	c->fd = fd;
 	atomic_init(&c->refs, 1);
-	pthread_mutex_init(&c->send_mu, NULL);
 	pthread_mutex_init(&c->defer_mu, NULL);
 	c->state = CONN_NEW;
 	c->max_msg = PRE_HELLO_MAX;
+	return 0;
 }
 
 void conn_get(struct conn *c)
@@ -214,123 +167,10 @@ void conn_put(struct conn *c)
 {
 	if (atomic_fetch_sub(&c->refs, 1) != 1)
 		return;
+	outbox_fini(&c->ob);
 	close(c->fd);
-	pthread_mutex_destroy(&c->send_mu);
 	pthread_mutex_destroy(&c->defer_mu);
 	free(c);
-}
-
-/*
- * Write all of buf; send_mu held. With a deadline (dl) the socket is
- * written without blocking and polled until then: a client that does not
- * read by the deadline has its connection cut. Without one, it blocks.
- */
-static int send_all_locked(struct conn *c, const uint8_t *p, size_t len,
-			   const struct timespec *dl)
-{
-	while (len && !c->send_dead) {
-		ssize_t n = send(c->fd, p, len,
-				 MSG_NOSIGNAL | (dl ? MSG_DONTWAIT : 0));
-		struct pollfd pf = { .fd = c->fd, .events = POLLOUT };
-		struct timespec now;
-		long ms;
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (dl && n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			clock_gettime(CLOCK_REALTIME, &now);
-			ms = (dl->tv_sec - now.tv_sec) * 1000 +
-			     (dl->tv_nsec - now.tv_nsec) / 1000000;
-			if (ms > 0 && poll(&pf, 1, (int)ms) >= 0)
-				continue;
-			log_warn("%s: not reading: connection cut", c->peer);
-			shutdown(c->fd, SHUT_RDWR);
-		}
-		if (n <= 0) {
-			c->send_dead = true;
-			break;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return c->send_dead ? EPIPE : 0;
-}
-
-int conn_send(struct conn *c, const void *buf, size_t len)
-{
-	int err;
-
-	pthread_mutex_lock(&c->send_mu);
-	err = send_all_locked(c, buf, len, NULL);
-	pthread_mutex_unlock(&c->send_mu);
-	return err;
-}
-
-static void deadline_in(struct timespec *dl, int timeout_ms)
-{
-	clock_gettime(CLOCK_REALTIME, dl);
-	dl->tv_sec += timeout_ms / 1000;
-	dl->tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-	if (dl->tv_nsec >= 1000000000) {
-		dl->tv_sec++;
-		dl->tv_nsec -= 1000000000;
-	}
-}
-
-/*
- * A server-initiated message (RECALL) to a client that may not be
- * reading: give up after timeout_ms, and then the connection is cut
- * (a message may be half sent), which also ends its grants. The caller
- * is never stuck behind a client that stopped reading.
- */
-int conn_send_bounded(struct conn *c, const void *buf, size_t len,
-		      int timeout_ms)
-{
-	struct timespec dl;
-	int err;
-
-	deadline_in(&dl, timeout_ms);
-	if (pthread_mutex_timedlock(&c->send_mu, &dl)) {
-		shutdown(c->fd, SHUT_RDWR);
-		return ETIMEDOUT;
-	}
-	err = send_all_locked(c, buf, len, &dl);
-	pthread_mutex_unlock(&c->send_mu);
-	return err;
-}
-
-/*
- * The same without waiting: EAGAIN if nothing could be sent right now
- * (another thread is writing to the connection, or its socket is full);
- * then the caller sends it with conn_send_bounded. A message that went
- * out in part is finished here, bounded like conn_send_bounded.
- */
-int conn_send_now(struct conn *c, const void *buf, size_t len,
-		  int timeout_ms)
-{
-	struct timespec dl;
-	ssize_t n;
-	int err = 0;
-
-	if (pthread_mutex_trylock(&c->send_mu))
-		return EAGAIN;
-	do {
-		n = c->send_dead ? -1 :
-		    send(c->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-	} while (n < 0 && !c->send_dead && errno == EINTR);
-	if (n < 0 && !c->send_dead &&
-	    (errno == EAGAIN || errno == EWOULDBLOCK)) {
-		err = EAGAIN;
-	} else if (n <= 0) {
-		c->send_dead = true;
-		err = EPIPE;
-	} else if ((size_t)n < len) {
-		deadline_in(&dl, timeout_ms);
-		err = send_all_locked(c, (const uint8_t *)buf + n,
-				      len - (size_t)n, &dl);
-	}
-	pthread_mutex_unlock(&c->send_mu);
-	return err;
 }
 
 /* Milliseconds until dl (CLOCK_MONOTONIC), rounded up; <= 0: passed. */
@@ -352,32 +192,34 @@ static long ms_until(const struct timespec *dl)
 /*
  * 1: got n bytes, 0: EOF/error before that, READ_TIMEOUT: the
  * connection is not authenticated yet and its handshake deadline
- * passed (bytes trickling in do not extend it).
+ * passed (bytes trickling in do not extend it). While no input is
+ * there, the outbox is drained (outbox_poll).
  */
 static int read_full(struct conn *c, uint8_t *p, size_t n)
 {
 	while (n) {
+		long ms = -1;
 		ssize_t r;
 
 		if (c->state != CONN_AUTHED && srv.cfg.handshake_timeout > 0) {
-			struct pollfd pf = { .fd = c->fd, .events = POLLIN };
-			long ms = ms_until(&c->hs_deadline);
-
+			ms = ms_until(&c->hs_deadline);
 			if (ms <= 0)
 				return READ_TIMEOUT;
-			r = poll(&pf, 1, ms > 60000 ? 60000 : (int)ms);
-			if (r < 0 && errno != EINTR)
-				return 0;
-			if (r <= 0)
-				continue;
 		}
-		r = read(c->fd, p, n);
-		if (r < 0 && errno == EINTR)
+		r = recv(c->fd, p, n, MSG_DONTWAIT);
+		if (r > 0) {
+			p += r;
+			n -= (size_t)r;
 			continue;
-		if (r <= 0)
+		}
+		if (r == 0)
 			return 0;
-		p += r;
-		n -= (size_t)r;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return 0;
+		if (outbox_poll(c, ms > 60000 ? 60000 : (int)ms) < 0)
+			return 0;
 	}
 	return 1;
 }
@@ -422,9 +264,7 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 		/* Trim only once the client has been quiet for 100 ms, so a
 		 * stream of 1 MiB requests does not fault pages in each time. */
 		if (big_rx || big_tx) {
-			struct pollfd p = { .fd = c->fd, .events = POLLIN };
-
-			if (poll(&p, 1, 100) == 0) {
+			if (outbox_poll(c, 100) == 0) {
 				if (big_rx)
 					trim(rx);
 				if (big_tx)
@@ -468,7 +308,7 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 			stats.proto_errors++;
 			return;
 		}
-		if (outlen && conn_send(c, tx, outlen))
+		if (outlen && outbox_reply(c, tx, outlen))
 			return;
 		if (ret == DISPATCH_CLOSE)
 			return;
@@ -483,7 +323,7 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
  * included). Once a request is deferred, every later request of the
  * connection but RECALL_ACK queues behind it and the worker runs them in
  * order: a client sees its requests executed in the order it sent them.
- * Replies go out through send_mu like any other. After the connection
+ * Replies go out through outbox_reply like any other. After the connection
  * closed, queued requests are dropped unexecuted (a client replays them).
  */
 struct work {
@@ -608,7 +448,7 @@ static void *work_thread(void *arg)
 		if (ret == DISPATCH_DROP)
 			stats.proto_errors++;
 		else if (outlen)
-			conn_send(c, tx, outlen);
+			outbox_reply(c, tx, outlen);
 		if (ret == DISPATCH_DROP || ret == DISPATCH_CLOSE)
 			shutdown(c->fd, SHUT_RDWR);	/* BYE, bad message */
 		free(w);
@@ -716,6 +556,7 @@ static void *conn_thread(void *arg)
 	free(tx);
 
 	log_debug("%s: disconnected", c->peer);
+	outbox_close(c);
 	atomic_store(&c->gone, true);
 	lock_conn_gone(c);
 	grants_conn_gone(c);
@@ -828,7 +669,11 @@ int conn_start(int fd, const struct sockaddr *sa, socklen_t salen)
 		err = ENOMEM;
 		goto err_count;
 	}
-	conn_init_struct(c, fd);
+	err = conn_init_struct(c, fd);
+	if (err) {
+		free(c);
+		goto err_count;
+	}
 	memcpy(c->peer, peer, sizeof(c->peer));
 	memcpy(c->addr, key, sizeof(c->addr));
 	c->addr_counted = e != NULL;

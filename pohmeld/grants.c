@@ -35,15 +35,17 @@
  * a modifying request on an object (namespace ops: the directory, plus
  * the child named) conflicts with every other holder (recalled to NONE);
  * a reading request conflicts with another's EXCL (recalled to SHARED).
- * RECALLs are sent after grants_mu is dropped, over the holder's own
- * connection: at once if it can take it (conn_send_now), else within a
- * lease (conn_send_bounded; a holder that does not read for a lease has
- * its connection cut, and with it its grants): a holder that does not
- * read delays only RECALLs whose connection was busy when they were
- * tried. The requester waits on
- * grants_cv, holding no lock, until each holder acked (RECALL_ACK with
- * the recall_id) or its lease (grant-lease, default 10 s) ran out; then
- * the holder's grant is the recall's target either way.
+ * RECALLs are pushed to the holder's outbox after grants_mu is dropped
+ * (outbox.c: written at once as far as its socket takes them, else by
+ * the holder's own connection threads; a holder that does not take a
+ * RECALL within a lease is cut off, and with it go its grants), so no
+ * thread here ever waits on a holder's socket. The
+ * requester waits on grants_cv, holding no lock, until each holder
+ * acked (RECALL_ACK with the recall_id) or its lease (grant-lease,
+ * default 10 s) ran out; then the holder's grant is the recall's target
+ * either way, and a holder whose outbox still holds its RECALL is cut
+ * before the request goes on (outbox_expire): it cannot keep the
+ * connection its grants belong to without ever having been told.
  *
  * The requester never waits on its connection's thread: that thread must
  * go on reading, or two clients recalling each other's grants would wait
@@ -55,9 +57,10 @@
  *
  * Lock rules: grants_mu protects the table, every struct gobj/holder and
  * conn->grants_gone; lock order grants_mu -> notify_mu (notify.c),
- * grants_mu -> change_mu (change.c, a leaf). No
- * send_mu, session or oid-table lock is taken under it: RECALLs are sent
- * and objects opened (oid_open) with grants_mu dropped.
+ * grants_mu -> change_mu (change.c, a leaf), grants_mu -> ob.mu
+ * (outbox.c, a leaf: outbox_expire). No write_mu, session or oid-table
+ * lock is taken under it: RECALLs are pushed and objects opened
+ * (oid_open) with grants_mu dropped.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -100,11 +103,10 @@ struct recall_msg {
 	uint8_t buf[POHMEL_HDR_SIZE + POHMEL_RECALL_SIZE];
 };
 
-/* max-grants-per-connection, or by default a quarter of the user's
- * inotify watches (at least 1024): one client cannot take them all, and
- * a warm walk of a large tree is still served from the cache. */
-static int grants_per_conn;
-
+/* srv.grants_per_conn: max-grants-per-connection, or by default a
+ * quarter of the user's inotify watches (at least 1024): one client
+ * cannot take them all, and a warm walk of a large tree is still served
+ * from the cache. */
 static int derived_grants_per_conn(void)
 {
 	FILE *f = fopen("/proc/sys/fs/inotify/max_user_watches", "re");
@@ -122,10 +124,11 @@ void grants_init(void)
 {
 	pthread_condattr_t ca;
 
-	grants_per_conn = srv.cfg.max_grants_per_conn ?
-			  srv.cfg.max_grants_per_conn :
-			  derived_grants_per_conn();
-	log_info("grants: at most %d objects per connection", grants_per_conn);
+	srv.grants_per_conn = srv.cfg.max_grants_per_conn ?
+			      srv.cfg.max_grants_per_conn :
+			      derived_grants_per_conn();
+	log_info("grants: at most %d objects per connection",
+		 srv.grants_per_conn);
 
 	test_hold_path = getenv("POHMELD_TEST_GRANT_HOLD");
 	pthread_condattr_init(&ca);
@@ -216,7 +219,7 @@ static bool grant_quota_ok(struct conn *c)
 	static time_t last;
 	time_t t;
 
-	if (c->ngrants < grants_per_conn)
+	if (c->ngrants < srv.grants_per_conn)
 		return true;
 	stats.grants_refused_quota++;
 	t = time(NULL);
@@ -224,7 +227,7 @@ static bool grant_quota_ok(struct conn *c)
 		last = t;
 		log_info("%s: no more grants (and watches): it holds "
 			 "max-grants-per-connection (%d)", c->peer,
-			 grants_per_conn);
+			 srv.grants_per_conn);
 	}
 	return false;
 }
@@ -293,75 +296,25 @@ static void recall_holders(struct gobj *o, struct recall_msg **out)
 			recall(o, h, POHMEL_GRANT_NONE, out);
 }
 
-/* RECALLs whose connection could not take them at once: each written
- * within a lease (or its connection cut), in order. */
-static void send_slow(struct recall_msg *rm)
+/*
+ * Without grants_mu: push queued RECALLs to their holders' outboxes and
+ * drop the references. Never waits for a holder (outbox_push). A RECALL
+ * that cannot be queued cuts its holder (outbox.c), which ends its
+ * grants: no holder keeps a grant whose RECALL was lost.
+ */
+static void send_recalls(struct recall_msg *rm)
 {
 	struct recall_msg *next;
-
-	for (; rm; rm = next) {
-		next = rm->next;
-		conn_send_bounded(rm->c, rm->buf, sizeof(rm->buf),
-				  srv.cfg.grant_lease * 1000);
-		conn_put(rm->c);
-		free(rm);
-	}
-}
-
-static void *send_slow_thread(void *arg)
-{
-	send_slow(arg);
-	return NULL;
-}
-
-/*
- * Without grants_mu: send queued RECALLs, drop the references. Each goes
- * out at once if its connection can take it, so a holder that does not
- * read holds up no RECALL to a connection that is free; the others are
- * written within a lease by the caller if `wait`, else by a thread of
- * their own. A conflicting request waits (its holder is cut before the
- * request can go on, as the lease promises); the notify thread and a
- * reply's grants do not (nobody waits for those acks, and the notify
- * thread must go on reading events).
- */
-static void send_recalls(struct recall_msg *rm, bool wait)
-{
-	struct recall_msg *next, *x, *slow = NULL, **tail = &slow;
-	pthread_attr_t attr;
-	pthread_t th;
-	int err;
 
 	for (; rm; rm = next) {
 		next = rm->next;
 		log_debug("%s: RECALL id %llu", rm->c->peer,
 			  (unsigned long long)get64(rm->buf + POHMEL_HDR_SIZE +
 						    24));
-		/* behind one for the same connection that has to wait:
-		 * keep their order */
-		for (x = slow; x && x->c != rm->c; x = x->next)
-			;
-		if (x || conn_send_now(rm->c, rm->buf, sizeof(rm->buf),
-				       srv.cfg.grant_lease * 1000) == EAGAIN) {
-			rm->next = NULL;
-			*tail = rm;
-			tail = &rm->next;
-			continue;
-		}
+		outbox_push(rm->c, rm->buf, sizeof(rm->buf));
 		conn_put(rm->c);
 		free(rm);
 	}
-	if (!slow)
-		return;
-	if (!wait) {
-		pthread_attr_init(&attr);
-		pthread_attr_setstacksize(&attr, 256 * 1024);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		err = pthread_create(&th, &attr, send_slow_thread, slow);
-		pthread_attr_destroy(&attr);
-		if (!err)
-			return;
-	}
-	send_slow(slow);
 }
 
 /* The child named `name` under directory dir, by id (0: none). */
@@ -452,6 +405,8 @@ static int conflicts(struct req *r, struct recall_msg **out,
 				log_info("%s: lease expired, grant on %llu "
 					 "revoked", h->c->peer,
 					 (unsigned long long)o->oid.id);
+				/* RECALL not taken: cut before r goes on */
+				outbox_expire(h->c);
 				if (settle(o, h))
 					continue;
 			}
@@ -492,13 +447,13 @@ int grants_begin(struct req *r, bool may_wait)
 			break;
 		if (!may_wait) {
 			pthread_mutex_unlock(&grants_mu);
-			send_recalls(rm, true);
+			send_recalls(rm);
 			r->ngm = 0;
 			return GRANTS_DEFER;
 		}
 		if (rm) {
 			pthread_mutex_unlock(&grants_mu);
-			send_recalls(rm, true);
+			send_recalls(rm);
 			rm = NULL;
 			pthread_mutex_lock(&grants_mu);
 			continue;
@@ -525,7 +480,7 @@ int grants_begin(struct req *r, bool may_wait)
 	 * or later (grant_fill). */
 	r->since = change_now();
 	pthread_mutex_unlock(&grants_mu);
-	send_recalls(rm, true);
+	send_recalls(rm);
 	return 0;
 }
 
@@ -725,7 +680,7 @@ out_free:
 	maybe_free(o);
 out:
 	pthread_mutex_unlock(&grants_mu);
-	send_recalls(rm, false);
+	send_recalls(rm);
 }
 
 int op_recall_ack(struct req *r)
@@ -846,7 +801,7 @@ void grants_local_change(uint64_t id)
 			  (unsigned long long)id);
 	}
 	pthread_mutex_unlock(&grants_mu);
-	send_recalls(rm, false);
+	send_recalls(rm);
 }
 
 /*
@@ -885,7 +840,7 @@ void grants_recall_all(void)
 		for (o = tab[i]; o; o = o->next)
 			recall_holders(o, &rm);
 	pthread_mutex_unlock(&grants_mu);
-	send_recalls(rm, false);
+	send_recalls(rm);
 }
 
 /* SIGTERM: nobody waits for acks any more. */

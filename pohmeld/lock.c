@@ -9,11 +9,12 @@
  * An owner is (session id, client's owner value). flock and POSIX locks
  * never conflict with each other, as on Linux.
  *
- * A LOCK with WAIT that conflicts is parked; its reply is sent by the
- * thread whose unlock (or session end) makes it grantable: at once if the
- * waiter's connection can take it, else by a thread of its own within a
- * lease (as RECALLs are, grants.c), so a waiter that stopped reading
- * never holds up the unlocker's connection.
+ * A LOCK with WAIT that conflicts is parked; its reply is pushed to the
+ * waiter's outbox by the thread whose unlock (or session end) makes it
+ * grantable (outbox.c: written at once as far as the socket takes it,
+ * else by the waiter's own connection threads, which cut it off if it
+ * does not take it within a lease), so a waiter that stopped reading
+ * never holds up the unlocker's connection, and no thread waits for it.
  *
  * Lock records are bounded: MAX_LOCKS in all, and max-locks-per-session
  * for one session (pohmeld.conf(5)), so that one client cannot take them
@@ -300,50 +301,6 @@ static int apply(struct lobj *o, const struct lk *w)
 	return 0;
 }
 
-struct slow_reply {
-	struct conn *c;		/* referenced */
-	uint8_t buf[POHMEL_HDR_SIZE];
-};
-
-static void *slow_reply_thread(void *arg)
-{
-	struct slow_reply *sr = arg;
-
-	conn_send_bounded(sr->c, sr->buf, sizeof(sr->buf),
-			  srv.cfg.grant_lease * 1000);
-	conn_put(sr->c);
-	free(sr);
-	return NULL;
-}
-
-/* A reply the waiter's connection could not take now: a thread of its
- * own writes it within a lease, or cuts the connection. */
-static void send_slow(struct conn *c, const uint8_t *buf)
-{
-	struct slow_reply *sr = malloc(sizeof(*sr));
-	pthread_attr_t attr;
-	pthread_t th;
-	int err = ENOMEM;
-
-	if (sr) {
-		sr->c = c;
-		conn_get(c);
-		memcpy(sr->buf, buf, sizeof(sr->buf));
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		pthread_attr_setstacksize(&attr, 256 * 1024);
-		err = pthread_create(&th, &attr, slow_reply_thread, sr);
-		pthread_attr_destroy(&attr);
-		if (!err)
-			return;
-		conn_put(c);
-		free(sr);
-	}
-	/* No thread: bounded here rather than lost. */
-	log_warn("%s: lock reply sent inline: %s", c->peer, strerror(err));
-	conn_send_bounded(c, buf, POHMEL_HDR_SIZE, srv.cfg.grant_lease * 1000);
-}
-
 static void send_reply(struct waiter *w)
 {
 	uint8_t buf[POHMEL_HDR_SIZE];
@@ -355,9 +312,7 @@ static void send_reply(struct waiter *w)
 	if (w->seq && w->s)
 		session_seq_end(w->s, w->seq, w->status, NULL, 0);
 	whdr_put(buf, &h);
-	if (conn_send_now(w->c, buf, sizeof(buf),
-			  srv.cfg.grant_lease * 1000) == EAGAIN)
-		send_slow(w->c, buf);
+	outbox_push(w->c, buf, sizeof(buf));
 }
 
 static void free_waiter(struct waiter *w, bool reply)

@@ -178,10 +178,11 @@ static void accept_one(int lfd)
 /*
  * The fd budget (pohmeld.conf(5)): RLIMIT_NOFILE's soft limit is raised
  * to the hard one; open handles may hold that many fds less fd-reserve
- * (listening sockets, signalfd, inotify, state files) and two per
- * connection (its socket and a request's temporary fd), but at least a
- * quarter of the limit. So a client that opens files until refused
- * never leaves accept() or another client's request without an fd.
+ * (listening sockets, signalfd, inotify, state files) and three per
+ * connection (its socket, its outbox's eventfd and a request's temporary
+ * fd), but at least a quarter of the limit. So a client that opens files
+ * until refused never leaves accept() or another client's request
+ * without an fd.
  */
 static void fd_budget(void)
 {
@@ -206,7 +207,7 @@ static void fd_budget(void)
 		lim = 1L << 30;
 	else
 		lim = (long)rl.rlim_cur;
-	budget = lim - srv.cfg.fd_reserve - 2L * srv.cfg.max_conns;
+	budget = lim - srv.cfg.fd_reserve - 3L * srv.cfg.max_conns;
 	if (budget < lim / 4) {
 		log_warn("RLIMIT_NOFILE %ld leaves little beyond fd-reserve %d "
 			 "and max-connections %d: open handles may hold %ld fds",
@@ -272,6 +273,7 @@ int main(int argc, char **argv)
 		sessions_load();
 	change_init(srv.boot_gen);
 	grants_init();
+	outbox_setup();		/* sized by grants_per_conn */
 	notify_init(srv.cfg.state_dir);
 	nl = listen_fds(lfds, MAX_LISTEN);
 	if (nl == 0)

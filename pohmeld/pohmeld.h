@@ -36,6 +36,18 @@ void log_msg(int prio, const char *fmt, ...)
 #define log_info(...)	log_msg(LOG_INFO, __VA_ARGS__)
 #define log_debug(...)	log_msg(LOG_DEBUG, __VA_ARGS__)
 
+/* One per kind of line a client can cause at will; rl->mu protects it. */
+struct ratelimit {
+	pthread_mutex_t mu;
+	bool started;
+	time_t start;		/* CLOCK_MONOTONIC second of the window */
+	int lines;		/* logged in this window */
+	unsigned long dropped;	/* not logged since the last line */
+};
+#define RATELIMIT_INIT	{ .mu = PTHREAD_MUTEX_INITIALIZER }
+void log_limited(struct ratelimit *rl, int prio, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* ---- sha256.c ---- */
 struct sha256_ctx {
 	uint32_t h[8];
@@ -117,6 +129,7 @@ struct server {
 	atomic_bool stopping;
 	int fd_budget;		/* open handles' fds, all sessions (main.c) */
 	int handles_per_session;	/* the effective quota */
+	int grants_per_conn;	/* the effective quota (grants.c) */
 };
 extern struct server srv;
 
@@ -142,6 +155,8 @@ struct stats {
 	atomic_ullong locks_refused_session;	/* ENOLCK: session quota */
 	atomic_ullong locks_refused_total;	/* ENOLCK: MAX_LOCKS */
 	atomic_ullong grants_refused_quota;	/* max-grants-per-connection */
+	atomic_ullong outbox_cut_stalled;	/* took nothing for a lease */
+	atomic_ullong outbox_cut_full;		/* outbox over its bound */
 };
 extern struct stats stats;
 const char *op_name(unsigned int op);
@@ -225,15 +240,43 @@ int session_handle_close(struct session *s, uint64_t handle,
 			 const struct woid *o);
 int session_handle_fds(void);	/* handle fds held, all sessions */
 
+/* ---- outbox.c: what is written to a connection's socket ---- */
+struct conn;
+struct ob_msg;
+struct outbox {
+	/* Held by the one thread writing to the socket, for whole
+	 * messages; taken before mu. Pushers only trylock it. */
+	pthread_mutex_t write_mu;
+	/* Protects the rest; a leaf, never held across a blocking call.
+	 * head and off change only with write_mu held as well. */
+	pthread_mutex_t mu;
+	struct ob_msg *head, *tail;	/* server messages, in order */
+	size_t off;			/* of head, already written */
+	size_t bytes;			/* charged against the bound */
+	unsigned int count;		/* messages queued */
+	struct timespec since;		/* CLOCK_MONOTONIC: became non-empty
+					 * or last sent bytes of it */
+	bool closed;			/* its reader is done: no pushes */
+	bool dead;			/* cut or failed: nothing is written */
+	int wake_fd;			/* eventfd: the reader polls POLLOUT;
+					 * set at init, no lock */
+};
+void outbox_setup(void);
+int outbox_init(struct outbox *ob);
+void outbox_fini(struct outbox *ob);
+int outbox_push(struct conn *c, const void *buf, size_t len);
+int outbox_reply(struct conn *c, const void *buf, size_t len);
+int outbox_poll(struct conn *c, int ms);
+void outbox_expire(struct conn *c);
+void outbox_close(struct conn *c);
+
 /* ---- conn.c: one thread per connection ---- */
 enum conn_state { CONN_NEW, CONN_HELLO, CONN_AUTHED };
 struct conn {
 	int fd;
 	atomic_int refs;
 	char peer[64];
-
-	pthread_mutex_t send_mu;	/* serialises whole messages on fd */
-	bool send_dead;			/* write failed; under send_mu */
+	struct outbox ob;		/* every write to fd (outbox.c) */
 
 	/* Owned by the connection's thread; others never touch these. */
 	enum conn_state state;
@@ -258,15 +301,10 @@ struct conn {
 	bool addr_counted;		/* in the per-address table */
 };
 int conn_start(int fd, const struct sockaddr *sa, socklen_t salen);
-int conn_send(struct conn *c, const void *buf, size_t len);
-int conn_send_bounded(struct conn *c, const void *buf, size_t len,
-		      int timeout_ms);
-int conn_send_now(struct conn *c, const void *buf, size_t len,
-		  int timeout_ms);
 void conn_get(struct conn *c);
 void conn_put(struct conn *c);
 bool conns_shutdown(void);
-void conn_init_struct(struct conn *c, int fd);
+int conn_init_struct(struct conn *c, int fd);
 int conn_defer(struct conn *c, const uint8_t *raw, uint32_t rawlen);
 
 /* ---- proto.c: the one place every length is validated ---- */

@@ -82,6 +82,10 @@ size_t stats_format(char *buf, size_t cap)
 	     (unsigned long long)stats.locks_refused_total);
 	EMIT("grants_refused_quota %llu\n",
 	     (unsigned long long)stats.grants_refused_quota);
+	EMIT("outbox_cut_stalled %llu\n",
+	     (unsigned long long)stats.outbox_cut_stalled);
+	EMIT("outbox_cut_full %llu\n",
+	     (unsigned long long)stats.outbox_cut_full);
 	for (i = 1; i < POHMEL_OP_MAX; i++) {
 		unsigned long long ops = stats.ops[i], errs = stats.errors[i];
 
