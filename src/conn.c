@@ -167,8 +167,9 @@ static bool seq_window_open(struct pohmel_conn *c)
 }
 
 /*
- * A non-idempotent request waits for the reply-cache window, then gets
- * its seq and its place on the queue under seq_mutex (held on return 0).
+ * A non-idempotent request waits for the reply-cache window (on a soft
+ * mount no longer than timeo, like a call), then gets its seq and its
+ * place on the queue under seq_mutex (held on return 0).
  */
 static int seq_wait(struct pohmel_conn *c)
 {
@@ -179,7 +180,21 @@ static int seq_wait(struct pohmel_conn *c)
 		return err;
 	if (!seq_window_open(c)) {
 		atomic64_inc(&c->stats.seq_waits);
-		err = wait_event_killable(c->seq_wq, seq_window_open(c));
+		if (c->soft) {
+			long t = wait_event_killable_timeout(c->seq_wq,
+							     seq_window_open(c),
+							     c->timeo);
+
+			if (t == 0) {
+				atomic64_inc(&c->stats.timeouts);
+				err = -ETIMEDOUT;
+			} else if (t < 0) {
+				err = (int)t;
+			}
+		} else {
+			err = wait_event_killable(c->seq_wq,
+						  seq_window_open(c));
+		}
 		if (err) {
 			mutex_unlock(&c->seq_mutex);
 			return err;
