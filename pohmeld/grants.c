@@ -211,24 +211,19 @@ static void holder_del(struct gobj *o, struct holder *h)
  * max-grants-per-connection bounds the inotify watches one client can
  * make pohmeld add (the watches count against the user's
  * max_user_watches). Beyond it the reply carries no grant and the
- * client revalidates, which is always safe; counted, logged at most
- * once every 10 s.
+ * client revalidates, which is always safe; counted and logged
+ * (log_limited).
  */
 static bool grant_quota_ok(struct conn *c)
 {
-	static time_t last;
-	time_t t;
+	static struct ratelimit rl = RATELIMIT_INIT;
 
 	if (c->ngrants < srv.grants_per_conn)
 		return true;
 	stats.grants_refused_quota++;
-	t = time(NULL);
-	if (t - last >= 10) {
-		last = t;
-		log_info("%s: no more grants (and watches): it holds "
-			 "max-grants-per-connection (%d)", c->peer,
-			 srv.grants_per_conn);
-	}
+	log_limited(&rl, LOG_INFO, "%s: no more grants (and watches): it "
+		    "holds max-grants-per-connection (%d)", c->peer,
+		    srv.grants_per_conn);
 	return false;
 }
 

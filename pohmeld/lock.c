@@ -20,7 +20,7 @@
  * for one session (pohmeld.conf(5)), so that one client cannot take them
  * all: a LOCK (or an unlock that splits a range) that would go beyond
  * either answers ENOLCK, to that session only; each kind is counted in
- * STATS and logged at most once every REFUSE_LOG_SECS.
+ * STATS and logged (log_limited: a few lines per 10 s, then a count).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +37,6 @@
 #define NBUCKETS	1024
 #define MAX_LOCKS	100000
 #define END_MAX		((uint64_t)INT64_MAX)
-#define REFUSE_LOG_SECS	10
 
 struct lk {
 	struct lk *next;
@@ -126,24 +125,19 @@ long lock_count(void)
 /* Must hold lk_mu: ENOLCK, counted and (rate-limited) logged. */
 static int refuse(uint64_t sess, bool total)
 {
-	static time_t last;
-	time_t t = time(NULL);
+	static struct ratelimit rl = RATELIMIT_INIT;
 
-	if (total)
+	if (total) {
 		stats.locks_refused_total++;
-	else
+		log_limited(&rl, LOG_WARNING, "session %llu: LOCK refused "
+			    "(ENOLCK): all %d lock records are taken",
+			    (unsigned long long)sess, MAX_LOCKS);
+	} else {
 		stats.locks_refused_session++;
-	if (t - last >= REFUSE_LOG_SECS) {
-		last = t;
-		if (total)
-			log_warn("session %llu: LOCK refused (ENOLCK): all %d "
-				 "lock records are taken",
-				 (unsigned long long)sess, MAX_LOCKS);
-		else
-			log_warn("session %llu: LOCK refused (ENOLCK): it holds "
-				 "max-locks-per-session (%d) lock records",
-				 (unsigned long long)sess,
-				 srv.cfg.max_locks_per_session);
+		log_limited(&rl, LOG_WARNING, "session %llu: LOCK refused "
+			    "(ENOLCK): it holds max-locks-per-session (%d) "
+			    "lock records", (unsigned long long)sess,
+			    srv.cfg.max_locks_per_session);
 	}
 	return ENOLCK;
 }

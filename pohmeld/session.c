@@ -34,8 +34,8 @@
  * beyond it answers EMFILE), and all sessions together at most
  * srv.fd_budget fds in handles (main.c keeps that below RLIMIT_NOFILE;
  * beyond it OPEN, or the first use of a handle restored from a session
- * file, answers ENFILE). Each refusal is counted in STATS and logged at
- * most once every REFUSE_LOG_SECS. So one client cannot take the fds
+ * file, answers ENFILE). Each refusal is counted in STATS and logged
+ * (log_limited). So one client cannot take the fds
  * that accept() and the other clients' requests need.
  *
  * The number of sessions is bounded by max-sessions (pohmeld.conf(5)).
@@ -717,20 +717,16 @@ int session_handle_fds(void)
 /* Take one fd of the budget: false (and counted, logged) if none left. */
 static bool fd_take(const struct session *s)
 {
-	static atomic_llong last_log;
+	static struct ratelimit rl = RATELIMIT_INIT;
 	int n = atomic_fetch_add(&handle_fds, 1);
-	long long t = (long long)time(NULL), was;
 
 	if (srv.fd_budget <= 0 || n < srv.fd_budget)
 		return true;
 	atomic_fetch_sub(&handle_fds, 1);
 	stats.handles_refused_budget++;
-	was = atomic_load(&last_log);
-	if (t - was >= REFUSE_LOG_SECS &&
-	    atomic_compare_exchange_strong(&last_log, &was, t))
-		log_warn("session %llu: OPEN refused (ENFILE): open handles "
-			 "hold the whole fd budget (%d fds)",
-			 (unsigned long long)s->id, srv.fd_budget);
+	log_limited(&rl, LOG_WARNING, "session %llu: OPEN refused (ENFILE): "
+		    "open handles hold the whole fd budget (%d fds)",
+		    (unsigned long long)s->id, srv.fd_budget);
 	return false;
 }
 
@@ -738,10 +734,9 @@ static bool fd_take(const struct session *s)
  * and logged). */
 static bool quota_ok(const struct session *s)
 {
-	static atomic_llong last_log;
+	static struct ratelimit rl = RATELIMIT_INIT;
 	int max = srv.handles_per_session > 0 ? srv.handles_per_session :
 						 MAX_HANDLES;
-	long long t = (long long)time(NULL), was;
 	uint32_t i;
 	int used = 0;
 
@@ -750,12 +745,9 @@ static bool quota_ok(const struct session *s)
 	if (used < max)
 		return true;
 	stats.handles_refused_session++;
-	was = atomic_load(&last_log);
-	if (t - was >= REFUSE_LOG_SECS &&
-	    atomic_compare_exchange_strong(&last_log, &was, t))
-		log_warn("session %llu: OPEN refused (EMFILE): it holds "
-			 "max-handles-per-session (%d) open handles",
-			 (unsigned long long)s->id, max);
+	log_limited(&rl, LOG_WARNING, "session %llu: OPEN refused (EMFILE): "
+		    "it holds max-handles-per-session (%d) open handles",
+		    (unsigned long long)s->id, max);
 	return false;
 }
 
