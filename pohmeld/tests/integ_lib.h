@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "../client/libpohmel.h"
+#include "tap.h"
 
 static const char *server_bin;
 static char base[64];
@@ -169,6 +170,21 @@ static inline int remove_base(void)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", base);
 	return system(cmd) ? -1 : 0;
 }
+/*
+ * The end of an integration test's main(): base goes if every check
+ * passed, else it stays for a look. Returns main()'s exit status.
+ */
+static inline int finish_base(void)
+{
+	if (tap_fail) {
+		printf("# left %s for inspection\n", base);
+		return tap_done();
+	}
+	if (remove_base())
+		return 1;
+	return tap_done();
+}
+
 /*
  * The start of an integration test's main(): argv[1] is the pohmeld to
  * run; base becomes a fresh /var/tmp/pohmel-NAME-XXXXXX and exp_dir its

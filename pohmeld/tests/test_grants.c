@@ -874,14 +874,5 @@ int main(int argc, char **argv)
 	t_release();
 	CHECK(stop_server(&sp) == 0 && stop_server(&sp2) == 0,
 	      "SIGTERM: clean exits");
-	if (!tap_fail) {
-		char cmd[200];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", base);
-		if (system(cmd))
-			return 1;
-	} else {
-		printf("# left %s for inspection\n", base);
-	}
-	return tap_done();
+	return finish_base();
 }

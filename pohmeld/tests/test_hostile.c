@@ -865,11 +865,5 @@ int main(int argc, char **argv)
 		CHECK(stop_server(&x.sp) == 0, "%s: clean exit on SIGTERM",
 		      x.name);
 	}
-	if (!tap_fail) {
-		if (remove_base())
-			return 1;
-	} else {
-		printf("# left %s for inspection\n", base);
-	}
-	return tap_done();
+	return finish_base();
 }

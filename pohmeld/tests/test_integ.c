@@ -643,14 +643,5 @@ int main(int argc, char **argv)
 	CHECK(pc_bye(&c) == 0, "BYE");
 	cl_close(&c);
 	CHECK(stop_server(&sp) == 0, "SIGTERM: clean exit 0");
-	if (!tap_fail) {
-		char cmd[600];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", base);
-		if (system(cmd))
-			return 1;
-	} else {
-		printf("# left %s for inspection\n", base);
-	}
-	return tap_done();
+	return finish_base();
 }

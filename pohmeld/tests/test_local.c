@@ -993,9 +993,5 @@ int main(int argc, char **argv)
 	t_compact();
 	CHECK(stop_server(&sp) == 0 && stop_server(&sp2) == 0,
 	      "SIGTERM: clean exits");
-	if (!tap_fail)
-		remove_base();
-	else
-		printf("# left %s for inspection\n", base);
-	return tap_done();
+	return finish_base();
 }

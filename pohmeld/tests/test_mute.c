@@ -516,11 +516,5 @@ int main(int argc, char **argv)
 	t0 = now();
 	CHECK(stop_server(&sp) == 0, "clean exit 0 on SIGTERM (%.1f s)",
 	      now() - t0);
-	if (!tap_fail) {
-		if (remove_base())
-			return 1;
-	} else {
-		printf("# left %s for inspection\n", base);
-	}
-	return tap_done();
+	return finish_base();
 }

@@ -567,14 +567,5 @@ int main(int argc, char **argv)
 	t_lock_access();
 	t_auth();
 	CHECK(stop_server(&sp) == 0, "SIGTERM: clean exit 0");
-	if (!tap_fail) {
-		char cmd[200];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", base);
-		if (system(cmd))
-			return 1;
-	} else {
-		printf("# left %s for inspection\n", base);
-	}
-	return tap_done();
+	return finish_base();
 }

@@ -1172,14 +1172,5 @@ int main(int argc, char **argv)
 		cl_close(&a);
 		cl_close(&b);
 	}
-	if (!tap_fail) {
-		char cmd[200];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", base);
-		if (system(cmd))
-			return 1;
-	} else {
-		printf("# left %s for inspection\n", base);
-	}
-	return tap_done();
+	return finish_base();
 }

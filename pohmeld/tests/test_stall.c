@@ -218,11 +218,5 @@ int main(int argc, char **argv)
 	cl_close(&half);
 	pc_disconnect(&mute);
 	cl_close(&hog);
-	if (!tap_fail) {
-		if (remove_base())
-			return 1;
-	} else {
-		printf("# left %s for inspection\n", base);
-	}
-	return tap_done();
+	return finish_base();
 }
