@@ -45,8 +45,8 @@
  * when its client comes back with another boot_gen. When the table is
  * full of sessions that may not end yet, a new session is refused
  * (AUTH answers EAGAIN: the client retries with backoff) and the
- * refusal is logged, at most once every REFUSE_LOG_SECS, with the
- * peer's address; STATS counts sessions_refused and sessions_expired.
+ * refusal is logged (log_limited) with the peer's address; STATS
+ * counts sessions_refused and sessions_expired.
  * So strangers cannot push a client's session out (and make its replay
  * of a CREATE EXCL answer EEXIST); the price is that a flood of new
  * sessions locks out *new* clients until session-timeout passes.
@@ -77,7 +77,6 @@
 
 #define MAX_HANDLES	4096
 #define REWRITE_RECS	(4 * POHMEL_REPLY_CACHE)
-#define REFUSE_LOG_SECS	10	/* at most one "refused" line per this */
 #define OWNER_LEN	32
 
 /* Records of a session file (sessfile.c frames them). */
@@ -450,13 +449,11 @@ static struct session *session_new(const uint8_t uuid[16], uint64_t boot_gen)
 struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen,
 			       const char *peer, int *err)
 {
-	static time_t refuse_logged;	/* under sess_mu */
-	static unsigned long refuse_quiet;	/* refusals not logged */
+	static struct ratelimit rl = RATELIMIT_INIT;
 	struct session *s, *dead = NULL;
-	unsigned long quiet = 0;
 	int n = 0, idle = 0;
 	time_t next_end = 0, now;
-	bool full = false, say = false;
+	bool full = false;
 
 	pthread_mutex_lock(&sess_mu);
 	reap(&dead);
@@ -493,14 +490,6 @@ struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen,
 		}
 		n = nsessions;
 		stats.sessions_refused++;
-		if (now - refuse_logged >= REFUSE_LOG_SECS) {
-			refuse_logged = now;
-			say = true;
-			quiet = refuse_quiet;
-			refuse_quiet = 0;
-		} else {
-			refuse_quiet++;
-		}
 		next_end = next_end ? next_end - now : -1;
 	} else if (!s) {
 		s = session_new(uuid, boot_gen);
@@ -524,19 +513,16 @@ struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen,
 	}
 	pthread_mutex_unlock(&sess_mu);
 	release_dead(dead);
-	if (say) {
-		char when[64], more[64] = "";
+	if (full) {
+		char when[64];
 
 		if (next_end >= 0)
 			snprintf(when, sizeof(when), "the first may expire in %lld s",
 				 (long long)next_end);
 		else
 			snprintf(when, sizeof(when), "none may expire while connected");
-		if (quiet)
-			snprintf(more, sizeof(more), " (%lu more refusals since the last line)",
-				 quiet);
-		log_warn("%s: new session refused: all %d sessions (max-sessions) in use, %d of them without connections; %s%s",
-			 peer ? peer : "?", n, idle, when, more);
+		log_limited(&rl, LOG_WARNING, "%s: new session refused: all %d sessions (max-sessions) in use, %d of them without connections; %s",
+			    peer ? peer : "?", n, idle, when);
 	}
 	if (!s)
 		*err = full ? EAGAIN : ENOMEM;
