@@ -10,19 +10,7 @@
 
 static long rss_kib(pid_t pid)
 {
-	char p[64], line[256];
-	long v = -1;
-	FILE *f;
-
-	snprintf(p, sizeof(p), "/proc/%d/status", pid);
-	f = fopen(p, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld", &v) == 1)
-			break;
-	fclose(f);
-	return v;
+	return proc_status(pid, "VmRSS:");
 }
 
 int main(int argc, char **argv)

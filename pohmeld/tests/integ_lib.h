@@ -162,6 +162,29 @@ static inline int start_tmp_server(const char *name, const char *extra,
 	return start_server(name, conf, sp);
 }
 
+/* The number after KEY ("VmRSS:", "Threads:") in /proc/PID/status, -1
+ * if there is none. */
+static inline long proc_status(pid_t pid, const char *key)
+{
+	char path[64], line[256];
+	size_t klen = strlen(key);
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, key, klen)) {
+			v = strtol(line + klen, NULL, 10);
+			break;
+		}
+	}
+	fclose(f);
+	return v;
+}
+
 /* rm -rf base; 0 on success. */
 static inline int remove_base(void)
 {

@@ -55,19 +55,7 @@ static double now(void)
 /* VmRSS of pid in KiB, -1 if unknown. */
 static long rss_kb(pid_t pid)
 {
-	char path[64], line[256];
-	long kb = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
+	return proc_status(pid, "VmRSS:");
 }
 
 static void rss_sample(struct ctx *x)

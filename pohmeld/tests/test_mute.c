@@ -48,19 +48,7 @@ static double now(void)
 /* pohmeld's thread count (/proc/PID/status), -1 if unknown. */
 static int threads(void)
 {
-	char path[64], line[256];
-	int n = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)sp.pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Threads: %d", &n) == 1)
-			break;
-	fclose(f);
-	return n;
+	return (int)proc_status(sp.pid, "Threads:");
 }
 
 static void sample(int *max)
