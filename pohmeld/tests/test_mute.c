@@ -243,6 +243,37 @@ static bool read_to_end(struct pc *m, int *reads, int *locks)
 }
 
 /*
+ * The end of an attack on M, a client that stopped reading while n
+ * server messages (what, whats: "RECALL", "RECALLs") were due to it from t_first on:
+ * a new client is served at once; pohmeld's threads (t0 before, tmax
+ * the most seen so far) do not grow with n; M is cut off a lease after
+ * t_first, and the log names it.
+ */
+static void mute_cut(const char *tag, const char *what, const char *whats,
+		     int n, const struct pc *m, const char *peer,
+		     double t_first, int t0, int tmax)
+{
+	double v = victim(), t_cut;
+
+	CHECK(v >= 0 && v < LEASE / 2.0, "%s: a new client is served at "
+	      "once (%.3f s)", tag, v);
+	while (now() < t_first + LEASE / 2.0) {
+		sample(&tmax);
+		usleep(50000);
+	}
+	CHECK(t0 > 0 && tmax <= t0 + THREAD_SLACK, "%s: pohmeld's threads: "
+	      "%d before, at most %d while M's %d %s wait (one thread per "
+	      "%s: %d)", tag, t0, tmax, n, whats, what, t0 + n);
+	t_cut = conn_ended(m, LEASE + 15);
+	CHECK(t_cut > 0 && t_cut - t_first >= LEASE * 0.9 &&
+	      t_cut - t_first <= LEASE + SLACK, "%s: M is cut off %.2f s "
+	      "after its first %s was due (lease %d s)", tag,
+	      t_cut > 0 ? t_cut - t_first : -1.0, what, LEASE);
+	CHECK(log_wait(peer, "grant-lease", SLACK) > 0,
+	      "%s: the log names M (%s) and why", tag, peer);
+}
+
+/*
  * (1) H holds NWAIT byte-range locks, M waits for each of them and
  * stops reading (its socket full of READ replies). H unlocks them one
  * by one: each grants one of M's waits, whose reply cannot be written.
@@ -252,7 +283,7 @@ static void t_lock_waiter(void)
 	struct pc h, m;
 	struct wattr f;
 	int t0, tmax, reads, locks;
-	double worst, t_first, t_cut, v;
+	double worst, t_first;
 	char peer[64];
 	uint32_t q;
 
@@ -270,23 +301,8 @@ static void t_lock_waiter(void)
 	      "lock: H unlocks all %d, granting M's waits", NWAIT);
 	CHECK(worst < LEASE / 2.0, "lock: H is answered at once (slowest "
 	      "unlock %.3f s; lease %d s)", worst, LEASE);
-	v = victim();
-	CHECK(v >= 0 && v < LEASE / 2.0, "lock: a new client is served at "
-	      "once (%.3f s)", v);
-	while (now() < t_first + LEASE / 2.0) {
-		sample(&tmax);
-		usleep(50000);
-	}
-	CHECK(t0 > 0 && tmax <= t0 + THREAD_SLACK, "lock: pohmeld's threads: "
-	      "%d before, at most %d while M's %d LOCK replies wait (one "
-	      "thread per reply: %d)", t0, tmax, NWAIT, t0 + NWAIT);
-	t_cut = conn_ended(&m, LEASE + 15);
-	CHECK(t_cut > 0 && t_cut - t_first >= LEASE * 0.9 &&
-	      t_cut - t_first <= LEASE + SLACK, "lock: M is cut off %.2f s "
-	      "after its first LOCK reply was due (lease %d s)",
-	      t_cut > 0 ? t_cut - t_first : -1.0, LEASE);
-	CHECK(log_wait(peer, "grant-lease", SLACK) > 0,
-	      "lock: the log names M (%s) and why", peer);
+	mute_cut("lock", "LOCK reply", "LOCK replies", NWAIT, &m, peer,
+		 t_first, t0, tmax);
 	CHECK(stat_of("outbox_cut_stalled") >= 1,
 	      "lock: STATS outbox_cut_stalled counts it (%lld)",
 	      stat_of("outbox_cut_stalled"));
@@ -355,7 +371,7 @@ static void t_local_recalls(void)
 {
 	struct wattr f[NREC], a, s;
 	int t0, tmax, i, ok;
-	double t_first, t_cut, v;
+	double t_first;
 	char name[32], path[256], peer[64];
 	struct pc h, m;
 	uint32_t q;
@@ -387,23 +403,8 @@ static void t_local_recalls(void)
 	}
 	CHECK(ok, "local: each of the %d files is changed in the export",
 	      NREC);
-	v = victim();
-	CHECK(v >= 0 && v < LEASE / 2.0, "local: a new client is served at "
-	      "once (%.3f s)", v);
-	while (now() < t_first + LEASE / 2.0) {
-		sample(&tmax);
-		usleep(50000);
-	}
-	CHECK(t0 > 0 && tmax <= t0 + THREAD_SLACK, "local: pohmeld's threads: "
-	      "%d before, at most %d while M's %d RECALLs wait (one thread "
-	      "per RECALL: %d)", t0, tmax, NREC, t0 + NREC);
-	t_cut = conn_ended(&m, LEASE + 15);
-	CHECK(t_cut > 0 && t_cut - t_first >= LEASE * 0.9 &&
-	      t_cut - t_first <= LEASE + SLACK, "local: M is cut off %.2f s "
-	      "after its first RECALL was due (lease %d s)",
-	      t_cut > 0 ? t_cut - t_first : -1.0, LEASE);
-	CHECK(log_wait(peer, "grant-lease", SLACK) > 0,
-	      "local: the log names M (%s) and why", peer);
+	mute_cut("local", "RECALL", "RECALLs", NREC, &m, peer, t_first, t0,
+		 tmax);
 	cl_close(&m);
 	cl_close(&h);
 }
