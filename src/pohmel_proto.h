@@ -85,9 +85,40 @@
  * OPEN handle of an object removed meanwhile gets ESTALE; locks and
  * grants do not survive (the client revalidates, as after any reconnect).
  *
+ * Durability (POHMEL_FEAT_STABLE, 1.1)
+ * ------------------------------------
+ * A reply to a WRITE without POHMEL_IO_STABLE, and to every namespace
+ * change (CREATE, MKDIR, MKNOD, SYMLINK, LINK, UNLINK, RMDIR, RENAME,
+ * SETATTR, XATTR_SET/REMOVE), means "applied": visible to every client,
+ * kept across a restart of pohmeld, but lost if the server machine goes
+ * down before something makes it stable. These make it stable before
+ * their reply:
+ * - WRITE with POHMEL_IO_STABLE: the bytes written (fdatasync).
+ * - FSYNC of a regular file: its data (and, without DATAONLY, its
+ *   metadata); of a directory: its entries, i.e. the names created,
+ *   removed or renamed in it (fsync(2) of the directory).
+ * - FSYNC with POHMEL_FSYNC_FS: everything in the export (syncfs(2));
+ *   oid is any object of the export (the client sends the root).
+ * Every FSYNC also makes stable, before its reply, the server's own
+ * state that the client needs to reach what it names: object ids
+ * handed out so far, the session's reply cache and its open handles.
+ * The HELLO reply's uuid field carries the server's write verifier, 16
+ * opaque bytes compared for equality: it changes whenever the server
+ * machine may have lost unstable writes (it is derived from the
+ * machine's boot). A connection has one verifier, so a reply carries
+ * the verifier of the connection it came on. The client keeps the data
+ * of unstable WRITEs until an FSYNC reply with the same verifier as the
+ * WRITE's, and sends it again when they differ. A WRITE whose reply
+ * came on another connection than the one it was first sent on counts
+ * as written under the first connection's verifier (after a crash the
+ * server may answer a replayed WRITE from its reply cache although the
+ * bytes were lost).
+ *
  * Changelog
  * ---------
  * 1.0  first version.
+ * 1.1  POHMEL_FEAT_STABLE: write verifier in the HELLO reply,
+ *      POHMEL_FSYNC_FS, FSYNC makes the server's state stable too.
  */
 #ifndef POHMEL_PROTO_H
 #define POHMEL_PROTO_H
@@ -96,7 +127,7 @@
 
 #define POHMEL_MAGIC		0x504f484dU	/* "POHM" */
 #define POHMEL_PROTO_MAJOR	1
-#define POHMEL_PROTO_MINOR	0
+#define POHMEL_PROTO_MINOR	1
 #define POHMEL_DEFAULT_PORT	7349
 
 #define POHMEL_NAME_MAX		255
@@ -120,8 +151,10 @@
 #define POHMEL_FEAT_GRANTS	(1ULL << 1)	/* coherent cache grants + RECALL */
 #define POHMEL_FEAT_BATCH	(1ULL << 2)	/* POHMEL_OP_BATCH */
 #define POHMEL_FEAT_RELEASE	(1ULL << 3)	/* POHMEL_OP_RELEASE */
+#define POHMEL_FEAT_STABLE	(1ULL << 4)	/* verifier, FSYNC_FS (1.1) */
 #define POHMEL_FEAT_ALL		(POHMEL_FEAT_AUTH | POHMEL_FEAT_GRANTS | \
-				 POHMEL_FEAT_BATCH | POHMEL_FEAT_RELEASE)
+				 POHMEL_FEAT_BATCH | POHMEL_FEAT_RELEASE | \
+				 POHMEL_FEAT_STABLE)
 
 /* hdr.flags */
 #define POHMEL_HF_REPLY		0x0001	/* this is a reply to hdr.tag */
@@ -297,7 +330,8 @@ struct pohmel_hello {
 	__be64 features;
 	__be32 max_msg;
 	__be32 pad;
-	__u8 uuid[16];		/* client identity (request); zero in reply */
+	__u8 uuid[16];		/* client identity (request); reply: the
+				 * write verifier with FEAT_STABLE, else 0 */
 	__be64 boot_gen;	/* client boot generation; server's in reply */
 	__u8 nonce[POHMEL_NONCE_LEN];
 	__u8 mac[POHMEL_MAC_LEN];
@@ -516,7 +550,8 @@ struct pohmel_io_reply {
 
 /* FSYNC: struct pohmel_fsync; reply struct pohmel_attr. */
 #define POHMEL_FSYNC_DATAONLY	0x1
-#define POHMEL_FSYNC_ALL	POHMEL_FSYNC_DATAONLY
+#define POHMEL_FSYNC_FS		0x2	/* FEAT_STABLE: the whole export */
+#define POHMEL_FSYNC_ALL	(POHMEL_FSYNC_DATAONLY | POHMEL_FSYNC_FS)
 struct pohmel_fsync {
 	struct pohmel_oid oid;
 	__be64 handle;
