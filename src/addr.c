@@ -125,10 +125,23 @@ struct wb_batch {
 	int err;
 };
 
+/*
+ * A failed WRITE: the pages stay dirty and are sent again unless the
+ * error is the server's final answer. A soft mount's timeout, a killed
+ * writer (-EINTR, -ERESTARTSYS: never an errno another process's fsync
+ * may see) or a lack of memory are no verdict on the data.
+ */
+static bool wb_transient(int err)
+{
+	return err == -ETIMEDOUT || err == -EINTR || err == -ERESTARTSYS ||
+	       err == -ENOMEM || err == -EAGAIN;
+}
+
 static void wb_flush(struct wb_batch *b)
 {
 	struct inode *inode = b->inode;
 	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
+	struct pohmel_unstable *u;
 	struct pohmel_handle *h;
 	loff_t pos, isize = i_size_read(inode);
 	const struct cred *old = NULL;
@@ -138,6 +151,7 @@ static void wb_flush(struct wb_batch *b)
 	unsigned int i;
 	size_t len;
 	ssize_t n = -ENOMEM;
+	u32 flags = 0, gen;
 
 	if (!b->nr)
 		return;
@@ -145,6 +159,11 @@ static void wb_flush(struct wb_batch *b)
 	len = min_t(loff_t, (loff_t)b->nr * PAGE_SIZE, isize - pos);
 	h = pohmel_get_handle(inode, POHMEL_OPEN_WRITE);
 	bv = kmalloc_array(b->nr, sizeof(*bv), GFP_NOFS);
+	/* nowhere to keep it until a commit: written stable instead */
+	u = pohmel_unstable_alloc(b->nr);
+	if (!u)
+		flags |= POHMEL_IO_STABLE;
+	gen = pohmel_verf_gen(inode);
 	if (bv && len > 0) {
 		for (i = 0; i < b->nr; i++) {
 			bv[i].bv_page = folio_page(b->folios[i], 0);
@@ -156,7 +175,8 @@ static void wb_flush(struct wb_batch *b)
 		if (h)
 			old = override_creds(h->cred);
 		n = pohmel_rpc_write(&sbi->conn, &POHMEL_I(inode)->oid,
-				     h ? h->handle : 0, pos, len, 0, &it, &fa);
+				     h ? h->handle : 0, pos, len, flags, &it,
+				     &fa);
 		if (h)
 			revert_creds(old);
 		if (n >= 0) {
@@ -170,13 +190,24 @@ static void wb_flush(struct wb_batch *b)
 	}
 	kfree(bv);
 	pohmel_put_handle(h);
-	if (n < 0) {
+	if (n < 0 && wb_transient(n)) {
+		/* still under writeback, so not truncated: safe to redirty */
+		for (i = 0; i < b->nr; i++)
+			folio_mark_dirty(b->folios[i]);
+		b->err = b->err ?: n;
+	} else if (n < 0) {
 		mapping_set_error(inode->i_mapping, n);
 		b->err = n;
 	}
-	for (i = 0; i < b->nr; i++) {
+	for (i = 0; i < b->nr; i++)
 		folio_end_writeback(b->folios[i]);
-		folio_put(b->folios[i]);
+	if (n > 0 && u) {
+		/* the folio references pass to the unstable list */
+		pohmel_unstable_add(inode, u, b->folios, b->nr, gen);
+	} else {
+		kfree(u);
+		for (i = 0; i < b->nr; i++)
+			folio_put(b->folios[i]);
 	}
 	b->nr = 0;
 }
@@ -331,9 +362,8 @@ static int pohmel_write_end(POHMEL_WB_FILE_PARAM,
 		}
 		folio_mark_uptodate(folio);
 	}
-	if (pos + copied > i_size_read(inode))
-		i_size_write(inode, pos + copied);
 	folio_mark_dirty(folio);
+	pohmel_extend_size(inode, pos + copied);
 out:
 	folio_unlock(folio);
 	folio_put(folio);

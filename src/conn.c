@@ -8,6 +8,7 @@
  * exactly once).
  */
 #include <linux/kthread.h>
+#include <linux/llist.h>
 #include <linux/net.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
@@ -203,7 +204,8 @@ static int seq_wait(struct pohmel_conn *c)
 	return 0;
 }
 
-static int submit(struct pohmel_conn *c, struct pohmel_req *req)
+static int submit(struct pohmel_conn *c, struct pohmel_req *req,
+		  bool send_now)
 {
 	bool seq = req->needs_seq && !req->seq;
 	u32 tag;
@@ -242,7 +244,8 @@ static int submit(struct pohmel_conn *c, struct pohmel_req *req)
 	req->stamp = c->recall_seq;
 	spin_unlock(&c->recall_lock);
 	atomic64_inc(&c->stats.ops[req->op]);
-	try_send(c, req);
+	if (send_now)
+		try_send(c, req);
 	return 0;
 
 unlock_seq:
@@ -286,7 +289,7 @@ int pohmel_conn_call(struct pohmel_conn *c, struct pohmel_req *req)
 	long t;
 	int err;
 
-	err = submit(c, req);
+	err = submit(c, req, true);
 	if (err)
 		return err;
 	if (c->soft) {
@@ -312,15 +315,35 @@ int pohmel_conn_call(struct pohmel_conn *c, struct pohmel_req *req)
  */
 int pohmel_conn_call_async(struct pohmel_conn *c, struct pohmel_req *req)
 {
-	int err = submit(c, req);
+	int err = submit(c, req, false);
 
+	if (!err) {
+		kref_get(&req->ref);	/* async_reqs' reference */
+		llist_add(&req->anode, &c->async_reqs);
+		queue_work(c->recall_wq, &c->async_work);
+	}
 	pohmel_req_put(req);
 	return err;
 }
 
+/* Send what call_async queued, oldest first (see async_reqs). */
+static void async_work(struct work_struct *work)
+{
+	struct pohmel_conn *c = container_of(work, struct pohmel_conn,
+					     async_work);
+	struct llist_node *list = llist_del_all(&c->async_reqs);
+	struct pohmel_req *req, *tmp;
+
+	list = llist_reverse_order(list);
+	llist_for_each_entry_safe(req, tmp, list, anode) {
+		try_send(c, req);
+		pohmel_req_put(req);
+	}
+}
+
 /* ---- the receive thread ---------------------------------------------- */
 
-static int conn_connect(struct pohmel_conn *c, struct socket **sockp)
+static int connect_once(struct pohmel_conn *c, struct socket **sockp)
 {
 	struct socket *sock;
 	int err;
@@ -361,6 +384,19 @@ static int conn_connect(struct pohmel_conn *c, struct socket **sockp)
 err_sock:
 	kernel_sock_shutdown(sock, SHUT_RDWR);
 	sock_release(sock);
+	return err;
+}
+
+static int conn_connect(struct pohmel_conn *c, struct socket **sockp)
+{
+	bool no_stable = c->sess.no_stable;
+	int err = connect_once(c, sockp);
+
+	/* the handshake learnt that the server is 1.0: once more without */
+	if (err == -EAGAIN && !no_stable && c->sess.no_stable) {
+		pr_warn("%pISpc: %s\n", &c->addr, c->why);
+		err = connect_once(c, sockp);
+	}
 	return err;
 }
 
@@ -900,6 +936,8 @@ int pohmel_conn_init(struct pohmel_conn *c)
 	spin_lock_init(&c->release_lock);
 	INIT_LIST_HEAD(&c->release_list);
 	INIT_WORK(&c->release_work, release_work);
+	init_llist_head(&c->async_reqs);
+	INIT_WORK(&c->async_work, async_work);
 	init_waitqueue_head(&c->recalls_idle);
 	atomic_set(&c->recalls_active, 0);
 	INIT_LIST_HEAD(&c->queue);
@@ -965,6 +1003,7 @@ void pohmel_conn_stop(struct pohmel_conn *c)
 		destroy_workqueue(c->recall_wq);	/* drains it first */
 		c->recall_wq = NULL;
 	}
+	async_work(&c->async_work);	/* nothing is queued after the drain */
 	release_drop_all(c);
 	fail_all(c, -EIO);
 	xa_destroy(&c->tags);

@@ -52,6 +52,7 @@ struct pohmel_req {
 	u64 rseq;			/* conn->reply_seq: arrival order */
 	u32 want;			/* READ: bytes asked */
 	int err;			/* result once DONE: 0 or -errno */
+	struct llist_node anode;	/* conn->async_reqs */
 	/* request: header + payload; hdr.tag/seq are patched when sent */
 	u8 *sbuf;
 	u32 slen;
@@ -96,6 +97,17 @@ struct pohmel_session {
 	u8 uuid[16];
 	u64 boot_gen;			/* ours, fixed for the mount */
 	u64 server_boot_gen;		/* learnt at HELLO */
+	/*
+	 * The server's write verifier (FEAT_STABLE, from the HELLO reply)
+	 * and verf_gen, bumped when a new connection shows another one (or,
+	 * from a server without FEAT_STABLE, another boot_gen): a WRITE is
+	 * only made stable by an FSYNC answered under the verf_gen it was
+	 * submitted under. Both written by the handshake only, before any
+	 * request goes out on the new connection.
+	 */
+	u8 verf[16];
+	atomic_t verf_gen;
+	bool no_stable;			/* the server refused FEAT_STABLE */
 	atomic64_t next_seq;		/* last seq handed out */
 	u64 features;			/* negotiated */
 	u32 max_msg;			/* negotiated */
@@ -196,6 +208,13 @@ struct pohmel_conn {
 	spinlock_t release_lock;
 	struct list_head release_list;
 	struct work_struct release_work;
+	/*
+	 * Requests nobody waits for (CLOSE), queued by submit but sent by
+	 * async_work on recall_wq, never by the submitter: eviction (from
+	 * reclaim, perhaps kswapd) must not block on a full socket.
+	 */
+	struct llist_head async_reqs;
+	struct work_struct async_work;
 
 	struct sockaddr_storage addr;
 	int addrlen;

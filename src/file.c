@@ -271,6 +271,7 @@ static ssize_t write_through(struct kiocb *iocb, struct iov_iter *from)
 	loff_t start = iocb->ki_pos;
 	struct pohmel_fattr fa;
 	ssize_t done = 0, n;
+	u32 gen;
 	int err;
 
 	err = filemap_write_and_wait_range(inode->i_mapping, start,
@@ -281,6 +282,7 @@ static ssize_t write_through(struct kiocb *iocb, struct iov_iter *from)
 		size_t before = iov_iter_count(from);
 		u32 want = min_t(size_t, before, sbi->wsize);
 
+		gen = pohmel_verf_gen(inode);
 		n = pohmel_rpc_write(&sbi->conn, &h->oid, h->handle,
 				     iocb->ki_pos, want, flags, from, &fa);
 		/* give back what was taken from @from but not written */
@@ -292,6 +294,8 @@ static ssize_t write_through(struct kiocb *iocb, struct iov_iter *from)
 			break;
 		}
 		pohmel_refresh_inode(inode, &fa, POHMEL_REFRESH_OWN);
+		if (!(flags & POHMEL_IO_STABLE) && n > 0)
+			pohmel_write_through_done(inode, gen);
 		iocb->ki_pos += n;
 		done += n;
 		if (n < want)
@@ -357,6 +361,10 @@ out:
 	return ret;
 }
 
+/*
+ * fsync: write back, then commit (commit.c): what the server applied is
+ * on its stable storage once this returns 0.
+ */
 static int pohmel_fsync(struct file *file, loff_t start, loff_t end,
 			int datasync)
 {
@@ -365,11 +373,9 @@ static int pohmel_fsync(struct file *file, loff_t start, loff_t end,
 	struct pohmel_fattr fa;
 	int err;
 
-	err = file_write_and_wait_range(file, start, end);
-	if (err)
-		return err;
-	err = pohmel_rpc_fsync(pohmel_conn(inode), &h->oid, h->handle,
-			       datasync ? POHMEL_FSYNC_DATAONLY : 0, &fa);
+	err = pohmel_write_and_commit(inode, h, start, end,
+				      datasync ? POHMEL_FSYNC_DATAONLY : 0,
+				      &fa);
 	if (err)
 		return err;
 	return pohmel_refresh_inode(inode, &fa, POHMEL_REFRESH_OWN);

@@ -55,6 +55,8 @@ struct inode *pohmel_alloc_inode(struct super_block *sb)
 		return NULL;
 	spin_lock_init(&pi->lock);
 	INIT_LIST_HEAD(&pi->handles);
+	INIT_LIST_HEAD(&pi->unstable);
+	pi->wt_state = POHMEL_WT_NONE;
 	pi->oid.id = 0;
 	pi->oid.gen = 0;
 	pi->change = 0;
@@ -84,6 +86,7 @@ void pohmel_evict_inode(struct inode *inode)
 	struct pohmel_inode *pi = POHMEL_I(inode);
 
 	truncate_inode_pages_final(&inode->i_data);
+	pohmel_unstable_drop(inode);
 	clear_inode(inode);
 	pohmel_drop_idle_handles(inode);
 	WARN_ON_ONCE(!list_empty(&pi->handles));
@@ -272,13 +275,10 @@ int pohmel_refresh_inode(struct inode *inode, const struct pohmel_fattr *fa,
 	stale = pi->attr_time && moved && !(flags & POHMEL_REFRESH_OWN);
 	pi->change = fa->change;
 	pi->attr_time = jiffies | 1;
-	take_grant(inode, fa);
-	spin_unlock(&pi->lock);
-	if (stale && S_ISREG(inode->i_mode))
-		set_bit(POHMEL_I_DATA_STALE, &pi->flags);
-	if (moved)
-		forget_all_cached_acls(inode);
-
+	/*
+	 * The fields too, under the lock: a reply checked as newer and
+	 * applied after an older one must not be overwritten by it.
+	 */
 	inode->i_mode = fa->mode;
 	set_nlink(inode, fa->nlink);
 	inode->i_uid = make_kuid(&init_user_ns, fa->uid);
@@ -296,7 +296,29 @@ int pohmel_refresh_inode(struct inode *inode, const struct pohmel_fattr *fa,
 					  i_size_read(inode)));
 	else
 		i_size_write(inode, fa->size);
+	take_grant(inode, fa);
+	spin_unlock(&pi->lock);
+	if (stale && S_ISREG(inode->i_mode))
+		set_bit(POHMEL_I_DATA_STALE, &pi->flags);
+	if (moved)
+		forget_all_cached_acls(inode);
 	return 0;
+}
+
+/*
+ * A buffered write ends at @end: grow i_size, after the folio was marked
+ * dirty, under the lock pohmel_refresh_inode applies sizes under, so a
+ * reply racing with the write sees the dirty folio and cannot shrink
+ * i_size below it (writeback would skip the folio: a lost write).
+ */
+void pohmel_extend_size(struct inode *inode, loff_t end)
+{
+	struct pohmel_inode *pi = POHMEL_I(inode);
+
+	spin_lock(&pi->lock);
+	if (end > i_size_read(inode))
+		i_size_write(inode, end);
+	spin_unlock(&pi->lock);
 }
 
 /*

@@ -62,6 +62,9 @@ struct pohmel_vfs_stats {
 	atomic64_t neg_lookup_hits;	/* missing name answered locally */
 	atomic64_t dir_relists;		/* small listings read again whole */
 	atomic64_t recall_drops;	/* recalls to NONE applied to an inode */
+	atomic64_t unstable_pages;	/* written, pinned until committed */
+	atomic64_t commits;		/* FSYNCs sent by commit.c */
+	atomic64_t commit_resends;	/* pages sent again: verifier changed */
 };
 
 struct pohmel_sb_info {
@@ -73,6 +76,7 @@ struct pohmel_sb_info {
 	u32 rsize;
 	u32 wsize;
 	struct pohmel_vfs_stats stats;
+	bool umounting;			/* kill_sb began: see write_inode */
 	atomic64_t epochs;		/* source of pohmel_inode.epoch */
 	atomic_t listed_handles;	/* on inode lists, open or idle */
 	spinlock_t statfs_lock;		/* protects statfs, statfs_known */
@@ -136,7 +140,20 @@ struct pohmel_inode {
 	u64 epoch;
 	u64 attr_rseq;			/* arrival order of the reply applied */
 	struct pohmel_dcache *dcache;	/* complete listing, or NULL */
+	/*
+	 * Not yet stable on the server (commit.c), under lock: the pinned
+	 * folios of buffered WRITEs, and whether write-through WRITEs were
+	 * applied since the last commit (wt_state, POHMEL_WT_*) under which
+	 * verifier generation (wt_gen).
+	 */
+	struct list_head unstable;
+	u32 wt_gen;
+	u8 wt_state;
 };
+
+#define POHMEL_WT_NONE		0
+#define POHMEL_WT_PENDING	1	/* applied under wt_gen */
+#define POHMEL_WT_LOST		2	/* under two generations: lost */
 
 static inline struct pohmel_inode *POHMEL_I(struct inode *inode)
 {
@@ -164,6 +181,7 @@ struct inode *pohmel_iget(struct super_block *sb,
 			  const struct pohmel_fattr *fa);
 int pohmel_refresh_inode(struct inode *inode, const struct pohmel_fattr *fa,
 			 unsigned int flags);
+void pohmel_extend_size(struct inode *inode, loff_t end);
 int pohmel_revalidate_inode(struct inode *inode, bool force);
 int pohmel_revalidate_mapping(struct inode *inode);
 int pohmel_revalidate_data(struct inode *inode);
@@ -229,6 +247,21 @@ int pohmel_acl_create_mode(struct inode *dir, umode_t *mode);
 void pohmel_lock_init(void);
 int pohmel_lock(struct file *file, int cmd, struct file_lock *fl);
 int pohmel_flock(struct file *file, int cmd, struct file_lock *fl);
+
+/* commit.c */
+struct pohmel_unstable;
+u32 pohmel_verf_gen(struct inode *inode);
+struct pohmel_unstable *pohmel_unstable_alloc(unsigned int nr);
+void pohmel_unstable_add(struct inode *inode, struct pohmel_unstable *u,
+			 struct folio **folios, unsigned int nr, u32 gen);
+void pohmel_write_through_done(struct inode *inode, u32 gen);
+bool pohmel_has_unstable(struct inode *inode);
+int pohmel_commit(struct inode *inode, struct pohmel_handle *h, u32 flags,
+		  struct pohmel_fattr *fa);
+int pohmel_write_and_commit(struct inode *inode, struct pohmel_handle *h,
+			    loff_t start, loff_t end, u32 flags,
+			    struct pohmel_fattr *fa);
+void pohmel_unstable_drop(struct inode *inode);
 
 /* stats.c */
 int pohmel_show_stats(struct seq_file *m, struct dentry *root);

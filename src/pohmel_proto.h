@@ -330,8 +330,8 @@ struct pohmel_hello {
 	__be64 features;
 	__be32 max_msg;
 	__be32 pad;
-	__u8 uuid[16];		/* client identity (request); reply: the
-				 * write verifier with FEAT_STABLE, else 0 */
+	/* client identity (request); reply: write verifier (FEAT_STABLE) */
+	__u8 uuid[16];
 	__be64 boot_gen;	/* client boot generation; server's in reply */
 	__u8 nonce[POHMEL_NONCE_LEN];
 	__u8 mac[POHMEL_MAC_LEN];

@@ -551,11 +551,31 @@ static loff_t pohmel_dir_llseek(struct file *file, loff_t off, int whence)
 	return ret;
 }
 
+/*
+ * fsync(dir): the server makes the directory's entries stable (names
+ * created, removed or renamed in it), as fsync(2) of a directory does
+ * on ext4. Namespace changes are not buffered here, so nothing to send
+ * first.
+ */
+static int pohmel_dir_fsync(struct file *file, loff_t start, loff_t end,
+			    int datasync)
+{
+	struct inode *dir = file_inode(file);
+	struct pohmel_fattr fa;
+	int err;
+
+	err = pohmel_rpc_fsync(pohmel_conn(dir), &POHMEL_I(dir)->oid, 0, 0,
+			       &fa);
+	if (err)
+		return err;
+	return pohmel_refresh_inode(dir, &fa, 0);
+}
+
 const struct file_operations pohmel_dir_fops = {
 	.open		= pohmel_dir_open,
 	.release	= pohmel_dir_release,
 	.iterate_shared	= pohmel_readdir,
 	.read		= generic_read_dir,
 	.llseek		= pohmel_dir_llseek,
-	.fsync		= noop_fsync,
+	.fsync		= pohmel_dir_fsync,
 };

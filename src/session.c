@@ -80,6 +80,32 @@ static int recv_reply(struct socket *sock, u16 op, u32 tag, void *body,
 	return err == -EAGAIN ? -ETIMEDOUT : err;
 }
 
+/*
+ * A new verifier means the server machine may have lost unstable WRITEs:
+ * bump verf_gen so that no FSYNC from now on commits them (they are sent
+ * again). Without FEAT_STABLE a new server boot_gen is all we can see.
+ */
+static void update_verifier(struct pohmel_conn *c,
+			    const struct pohmel_hello *reply, u64 feat)
+{
+	struct pohmel_session *s = &c->sess;
+	bool first = !s->server_boot_gen;
+	bool changed;
+
+	if (feat & POHMEL_FEAT_STABLE) {
+		changed = memcmp(s->verf, reply->uuid, sizeof(s->verf));
+		memcpy(s->verf, reply->uuid, sizeof(s->verf));
+	} else {
+		changed = s->server_boot_gen != be64_to_cpu(reply->boot_gen);
+		memset(s->verf, 0, sizeof(s->verf));
+	}
+	if (changed && !first) {
+		atomic_inc(&s->verf_gen);
+		pr_notice("%pISpc: server's write verifier changed: writes not yet made stable are sent again\n",
+			  &c->addr);
+	}
+}
+
 int pohmel_session_handshake(struct pohmel_conn *c, struct socket *sock)
 {
 	struct pohmel_session *s = &c->sess;
@@ -92,6 +118,8 @@ int pohmel_session_handshake(struct pohmel_conn *c, struct socket *sock)
 
 	if (c->grants)
 		want |= POHMEL_FEAT_GRANTS | POHMEL_FEAT_RELEASE;
+	if (!s->no_stable)
+		want |= POHMEL_FEAT_STABLE;
 	get_random_bytes(nonce_c, sizeof(nonce_c));
 	memset(&hello, 0, sizeof(hello));
 	hello.magic = cpu_to_be32(POHMEL_MAGIC);
@@ -109,6 +137,12 @@ int pohmel_session_handshake(struct pohmel_conn *c, struct socket *sock)
 	err = recv_reply(sock, POHMEL_OP_HELLO, 1, &reply, sizeof(reply));
 	if (err == -EPROTO)
 		c->why = "the answer to HELLO is not pohmeld's (wrong port?)";
+	if (err == -EOPNOTSUPP && (want & POHMEL_FEAT_STABLE)) {
+		/* a 1.0 server refuses bits it does not know: ask again */
+		s->no_stable = true;
+		c->why = "pohmeld 1.0 has no FEAT_STABLE: fsync may not survive a server crash";
+		return -EAGAIN;
+	}
 	if (err)
 		return err;
 	feat = be64_to_cpu(reply.features);
@@ -131,6 +165,7 @@ int pohmel_session_handshake(struct pohmel_conn *c, struct socket *sock)
 	    s->server_boot_gen != be64_to_cpu(reply.boot_gen))
 		pr_notice("%pISpc: server restarted: replaying what it did not answer\n",
 			  &c->addr);
+	update_verifier(c, &reply, feat);
 	s->server_boot_gen = be64_to_cpu(reply.boot_gen);
 	WRITE_ONCE(s->features, feat);
 

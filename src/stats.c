@@ -70,6 +70,9 @@ int pohmel_show_stats(struct seq_file *m, struct dentry *root)
 	S("readdir_cache_misses", &vs->readdir_misses);
 	S("negative_lookup_hits", &vs->neg_lookup_hits);
 	S("dir_relists", &vs->dir_relists);
+	S("unstable_pages", &vs->unstable_pages);
+	S("commits", &vs->commits);
+	S("commit_resends", &vs->commit_resends);
 	seq_puts(m, "\tops:");
 	for (i = 1; i < POHMEL_OP_MAX; i++)
 		if (op_names[i])

@@ -8,6 +8,7 @@
  *                                      grants=on|off
  */
 #include <linux/backing-dev.h>
+#include <linux/cred.h>
 #include <linux/fs_context.h>
 #include <linux/fs_parser.h>
 #include <linux/kernel.h>
@@ -18,6 +19,7 @@
 #include <linux/slab.h>
 #include <linux/statfs.h>
 #include <linux/string.h>
+#include <linux/writeback.h>
 #include <net/net_namespace.h>
 
 #include "pohmel.h"
@@ -281,11 +283,78 @@ static void pohmel_umount_begin(struct super_block *sb)
 	pohmel_conn_abort(&POHMEL_SB(sb)->conn);
 }
 
+/*
+ * The flusher's second step after writing an inode's pages: commit them
+ * (commit.c). A sync(2) or syncfs(2) waits (WB_SYNC_ALL) and sends again
+ * what a server restart lost; background writeback leaves that to the
+ * next pass (the pages are dirty again).
+ */
+static int pohmel_write_inode(struct inode *inode,
+			      struct writeback_control *wbc)
+{
+	struct pohmel_handle *h;
+	const struct cred *old = NULL;
+	struct pohmel_fattr fa;
+	int err;
+
+	if (!S_ISREG(inode->i_mode) || !pohmel_has_unstable(inode))
+		return 0;
+	/*
+	 * Unmounting from a server that is not there: what it applied is
+	 * lost only if its machine crashed; waiting (a hard mount: for
+	 * ever) would make umount hang on every file written before.
+	 */
+	if (READ_ONCE(POHMEL_SB(inode->i_sb)->umounting) &&
+	    !pohmel_conn_is_up(pohmel_conn(inode))) {
+		pr_warn_ratelimited("umount: server unreachable: written data not committed to its stable storage\n");
+		return 0;
+	}
+	/* FSYNC as the opener, like the WRITEs it commits */
+	h = pohmel_get_handle(inode, POHMEL_OPEN_WRITE);
+	if (h)
+		old = override_creds(h->cred);
+	if (wbc->sync_mode == WB_SYNC_ALL)
+		err = pohmel_write_and_commit(inode, h, 0, LLONG_MAX,
+					      POHMEL_FSYNC_DATAONLY, &fa);
+	else
+		err = pohmel_commit(inode, h, POHMEL_FSYNC_DATAONLY, &fa);
+	if (h)
+		revert_creds(old);
+	pohmel_put_handle(h);
+	if (!err)
+		pohmel_refresh_inode(inode, &fa, POHMEL_REFRESH_OWN);
+	else if (pohmel_has_unstable(inode))
+		__mark_inode_dirty(inode, I_DIRTY_DATASYNC);	/* again later */
+	return err == -EAGAIN ? 0 : err;
+}
+
+/*
+ * sync(2), syncfs(2): after every inode's pages were written and
+ * committed (write_inode), the server syncs the whole export, so names
+ * created, removed and renamed are stable too.
+ */
+static int pohmel_sync_fs(struct super_block *sb, int wait)
+{
+	struct pohmel_sb_info *sbi = POHMEL_SB(sb);
+	struct pohmel_fattr fa;
+
+	if (!wait || !(READ_ONCE(sbi->conn.sess.features) &
+		       POHMEL_FEAT_STABLE))
+		return 0;
+	/* see write_inode: umount does not wait for a server that is gone */
+	if (READ_ONCE(sbi->umounting) && !pohmel_conn_is_up(&sbi->conn))
+		return 0;
+	return pohmel_rpc_fsync(&sbi->conn, &sbi->root, 0, POHMEL_FSYNC_FS,
+				&fa);
+}
+
 static const struct super_operations pohmel_sops = {
 	.umount_begin	= pohmel_umount_begin,
 	.alloc_inode	= pohmel_alloc_inode,
 	.free_inode	= pohmel_free_inode,
 	.evict_inode	= pohmel_evict_inode,
+	.write_inode	= pohmel_write_inode,
+	.sync_fs	= pohmel_sync_fs,
 	.statfs		= pohmel_statfs,
 	.show_options	= pohmel_show_options,
 	.show_stats	= pohmel_show_stats,
@@ -459,6 +528,7 @@ static void pohmel_kill_sb(struct super_block *sb)
 
 	/* no recall may look at the superblock once it is going */
 	pohmel_conn_stop_recalls(c);
+	WRITE_ONCE(sbi->umounting, true);
 	kill_anon_super(sb);
 	/* say goodbye if the server is there, but never wait for long */
 	if (READ_ONCE(c->up)) {

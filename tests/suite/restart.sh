@@ -4,7 +4,8 @@
 # every fsync'd file must be intact through both mounts, the writers must
 # have carried on without errors, a file held open across the restart must
 # keep working, and new operations must work. Then the same once more with
-# a clean stop/start.
+# a clean stop/start. Then fsync and eviction with the server down or
+# stopped (restart_durable.c).
 # Usage: restart.sh BIN W1 W2 SCRATCH [local]
 bin=$1 w1=$2 w2=$3 scratch=$4 local=${5:-}
 . "$(dirname "$0")/lib.sh"
@@ -82,6 +83,20 @@ run_c() {
 	done < <("$@" 2>&1)
 }
 
+# fsync and eviction with the server down or stopped (restart_durable.c),
+# partly through a soft mount of the same export
+durable() {
+	local soft=$scratch/soft.mnt rel=${w1#"$POHMEL_MNT1"/}
+	mkdir -p "$soft" "$w1/durable"
+	if ! timeout -k 5 60 mount -t pohmel -o soft,timeo=3 127.0.0.1:/ "$soft"; then
+		fail "restart/durable: a soft mount of the export"
+		return
+	fi
+	run_c "restart/durable:" "$bin/restart" durable "$w1/durable" "$w2/durable" "$soft/$rel/durable"
+	timeout -k 5 60 umount "$soft" || fail "restart/durable: the soft mount unmounts"
+}
+
 cycle kill kill
 cycle stop stop
+durable
 tap_finish

@@ -1,0 +1,291 @@
+/* restart durable W1 W2 WSOFT: the client's durability checks that need the
+ * server down or stopped (restart.sh; $POHMEL_SERVER controls pohmeld).
+ * W1, W2: the group's directory on mount 1 and 2 (hard); WSOFT: the same
+ * directory through a third mount with soft,timeo=3.
+ *   keep     a soft mount's fsync that times out while the server is down
+ *            keeps the pages dirty: the next fsync, once it is back, writes
+ *            them (mount 2 reads them).
+ *   killed   an fsync killed while the server is down leaves no errno for
+ *            another opener's fsync (never 512, -ERESTARTSYS), and the
+ *            data its write(2) took still reaches the server.
+ *   evict    drop_caches returns while senders are stuck on a server that
+ *            stopped reading: eviction queues its CLOSEs instead of
+ *            waiting for the socket.
+ *   dirsync  fsync of a directory reaches the server (an FSYNC is sent).
+ */
+#include "tap.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define BIG	(64 * 1024)
+
+static int server(const char *how)
+{
+	const char *s = getenv("POHMEL_SERVER");
+	char cmd[512];
+
+	if (!s)
+		return -1;
+	snprintf(cmd, sizeof(cmd), "%s %s", s, how);
+	return system(cmd);
+}
+
+/* A counter of the mount at MNT in /proc/self/mountstats ("ops:" entries
+ * as "op=N"), or -1 if missing. */
+static long long mstat(const char *mnt, const char *key)
+{
+	char line[4096], want[300], opkey[64];
+	long long v = -1;
+	int on = 0;
+	FILE *f = fopen("/proc/self/mountstats", "r");
+
+	if (!f)
+		return -1;
+	snprintf(want, sizeof(want), " mounted on %s with fstype pohmel", mnt);
+	snprintf(opkey, sizeof(opkey), " %s=", key);
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "device ", 7)) {
+			on = strstr(line, want) != NULL;
+			continue;
+		}
+		if (!on)
+			continue;
+		char *p = line + strspn(line, "\t ");
+		size_t kl = strlen(key);
+		if (!strncmp(p, key, kl) && p[kl] == ':') {
+			v = atoll(p + kl + 1);
+			break;
+		}
+		if (!strncmp(p, "ops:", 4) && (p = strstr(p, opkey))) {
+			v = atoll(p + strlen(opkey));
+			break;
+		}
+	}
+	fclose(f);
+	return v;
+}
+
+static int content_is(const char *path, const unsigned char *want, size_t len)
+{
+	static unsigned char got[BIG + 1];
+	ssize_t n = read_file(path, got, sizeof(got));
+
+	if (n != (ssize_t)len || memcmp(got, want, len)) {
+		tap_diag("%s: %zd bytes%s", path, n,
+			 n == (ssize_t)len ? ", content differs" : "");
+		return 0;
+	}
+	return 1;
+}
+
+/* fsync until it works, for up to @secs (a soft mount may time out once
+ * more while it reconnects); returns the last result, errno kept. */
+static int fsync_retry(int fd, int secs)
+{
+	int rc = -1;
+
+	for (int i = 0; i < secs; i++) {
+		rc = fsync(fd);
+		if (!rc)
+			break;
+		tap_diag("fsync: %s (errno %d), again in 1 s", strerror(errno), errno);
+		sleep(1);
+	}
+	return rc;
+}
+
+static void test_keep(const char *w2, const char *ws)
+{
+	static unsigned char buf[BIG];
+	char ps[4200], p2[4200];
+	int fd, rc, err;
+
+	snprintf(ps, sizeof(ps), "%s/keep", ws);
+	snprintf(p2, sizeof(p2), "%s/keep", w2);
+	fill_pattern(buf, sizeof(buf), 19, 0);
+	fd = open(ps, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (!tap_check(fd >= 0 && write(fd, "x", 1) == 1 && fsync(fd) == 0,
+		       "restart: keep: create, write and fsync on the soft mount"))
+		goto out;
+	/* buffered under the WRITE's EXCL grant: nothing sent yet */
+	tap_check(pwrite(fd, buf, sizeof(buf), 0) == (ssize_t)sizeof(buf),
+		  "restart: keep: a 64 KiB buffered write");
+	tap_check(server("kill") == 0, "restart: keep: server killed");
+	rc = fsync(fd);
+	err = errno;
+	tap_check(rc == -1 && err != 512,
+		  "restart: keep: fsync with the server down fails (%s)",
+		  rc ? strerror(err) : "it returned 0");
+	tap_check(server("start") == 0, "restart: keep: server started");
+	rc = fsync_retry(fd, 30);
+	tap_check(rc == 0, "restart: keep: fsync after the server is back returns 0");
+	tap_check(content_is(p2, buf, sizeof(buf)),
+		  "restart: keep: mount 2 reads the 64 KiB the failed fsync could not write");
+out:
+	if (fd >= 0)
+		close(fd);
+}
+
+static void test_killed(const char *w1, const char *w2)
+{
+	static unsigned char buf[BIG];
+	char p1[4200], p2[4200];
+	int fd, pfd[2], st, rc, err;
+	pid_t pid;
+	char c;
+
+	snprintf(p1, sizeof(p1), "%s/killed", w1);
+	snprintf(p2, sizeof(p2), "%s/killed", w2);
+	fill_pattern(buf, sizeof(buf), 23, 0);
+	fd = open(p1, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (!tap_check(fd >= 0 && write(fd, "y", 1) == 1 && fsync(fd) == 0,
+		       "restart: killed: create, write and fsync"))
+		goto out;
+	if (pipe(pfd))
+		die("pipe: %s", strerror(errno));
+	pid = fork();
+	if (pid == 0) {
+		int f = open(p1, O_RDWR);
+
+		if (f < 0 || pwrite(f, buf, sizeof(buf), 0) != (ssize_t)sizeof(buf))
+			_exit(1);
+		if (write(pfd[1], "w", 1) != 1)
+			_exit(1);
+		read(pfd[0], &c, 1);	/* the server is down now */
+		fsync(f);		/* blocks (hard mount) until killed */
+		_exit(2);
+	}
+	tap_check(read(pfd[0], &c, 1) == 1, "restart: killed: the writer wrote 64 KiB");
+	tap_check(server("kill") == 0, "restart: killed: server killed");
+	if (write(pfd[1], "g", 1) != 1)
+		die("pipe write: %s", strerror(errno));
+	sleep(2);
+	kill(pid, SIGKILL);
+	tap_check(waitpid(pid, &st, 0) == pid && WIFSIGNALED(st),
+		  "restart: killed: the writer's fsync died of SIGKILL");
+	close(pfd[0]);
+	close(pfd[1]);
+	tap_check(server("start") == 0, "restart: killed: server started");
+	rc = fsync(fd);
+	err = errno;
+	tap_check(rc == 0, "restart: killed: another opener's fsync returns 0 (%s)",
+		  rc ? strerror(err) : "ok");
+	if (rc && err == 512)
+		tap_diag("errno 512 is the kernel's -ERESTARTSYS leaking into errseq");
+	tap_check(content_is(p2, buf, sizeof(buf)),
+		  "restart: killed: the killed writer's 64 KiB reached the server (mount 2)");
+out:
+	if (fd >= 0)
+		close(fd);
+}
+
+#define EV_FILES	64
+#define EV_WRITERS	24
+#define EV_CHUNK	(1024 * 1024)
+
+static void test_evict(const char *w1)
+{
+	char dir[4200], path[4300];
+	pid_t w[EV_WRITERS], d;
+	long long c0, c1;
+	int i, st, alive = 0, ok = 1, done = 0;
+
+	snprintf(dir, sizeof(dir), "%s/evict", w1);
+	mkdir(dir, 0755);
+	for (i = 0; i < EV_FILES; i++) {
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/f%d", dir, i);
+		fd = open(path, O_RDWR | O_CREAT, 0644);
+		if (fd < 0 || close(fd))
+			ok = 0;
+	}
+	tap_check(ok, "restart: evict: %d files opened and closed", EV_FILES);
+	c0 = mstat(getenv("POHMEL_MNT1"), "close");
+	tap_check(server("pause") == 0, "restart: evict: server stopped (SIGSTOP)");
+	/* enough 1 MiB WRITEs at once to fill the socket: a sender blocks */
+	snprintf(path, sizeof(path), "%s/big", dir);
+	for (i = 0; i < EV_WRITERS; i++) {
+		w[i] = fork();
+		if (w[i] == 0) {
+			void *b;
+			int fd = open(path, O_WRONLY | O_CREAT | O_DIRECT, 0644);
+
+			if (fd < 0 || posix_memalign(&b, 4096, EV_CHUNK))
+				_exit(1);
+			memset(b, 'a' + i % 26, EV_CHUNK);
+			_exit(pwrite(fd, b, EV_CHUNK, (off_t)i * EV_CHUNK) == EV_CHUNK ? 0 : 1);
+		}
+	}
+	sleep(3);
+	for (i = 0; i < EV_WRITERS; i++)
+		alive += waitpid(w[i], &st, WNOHANG) == 0;
+	tap_check(alive > 0, "restart: evict: writers are stuck (%d of %d)", alive,
+		  EV_WRITERS);
+	d = fork();
+	if (d == 0) {
+		int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
+
+		_exit(fd >= 0 && write(fd, "2", 1) == 1 ? 0 : 1);
+	}
+	for (i = 0; i < 300 && !done; i++) {
+		done = waitpid(d, &st, WNOHANG) == d;
+		if (!done)
+			usleep(100000);
+	}
+	tap_check(done && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		  "restart: evict: drop_caches returns within 30 s while a send is stuck");
+	if (!done) {
+		kill(d, SIGKILL);
+		waitpid(d, &st, 0);
+	}
+	tap_check(server("resume") == 0, "restart: evict: server resumed (SIGCONT)");
+	ok = 1;
+	for (i = 0; i < EV_WRITERS; i++)
+		if (waitpid(w[i], &st, 0) != w[i] || !WIFEXITED(st) || WEXITSTATUS(st))
+			ok = 0;
+	tap_check(ok, "restart: evict: every 1 MiB write succeeds once the server reads");
+	/* the evicted files' handles were closed, once the socket drained */
+	for (i = 0; i < 100; i++) {
+		c1 = mstat(getenv("POHMEL_MNT1"), "close");
+		if (c1 - c0 >= EV_FILES)
+			break;
+		usleep(100000);
+	}
+	tap_check(c0 >= 0 && c1 - c0 >= EV_FILES,
+		  "restart: evict: the evicted files' handles were closed (%lld CLOSEs)",
+		  c1 - c0);
+}
+
+static void test_dirsync(const char *w1)
+{
+	const char *m1 = getenv("POHMEL_MNT1");
+	long long c0 = mstat(m1, "fsync"), c1;
+	int fd = open(w1, O_RDONLY | O_DIRECTORY);
+
+	tap_check(fd >= 0 && fsync(fd) == 0, "restart: dirsync: fsync of a directory");
+	c1 = mstat(m1, "fsync");
+	tap_check(c0 >= 0 && c1 == c0 + 1,
+		  "restart: dirsync: it sent one FSYNC to the server (%lld -> %lld)",
+		  c0, c1);
+	if (fd >= 0)
+		close(fd);
+}
+
+int do_durable(const char *w1, const char *w2, const char *ws)
+{
+	if (!getenv("POHMEL_SERVER") || !getenv("POHMEL_MNT1"))
+		die("restart durable: needs POHMEL_SERVER and POHMEL_MNT1");
+	test_dirsync(w1);
+	test_keep(w2, ws);
+	test_killed(w1, w2);
+	test_evict(w1);
+	return tap_failed() ? 1 : 0;
+}
