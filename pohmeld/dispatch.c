@@ -229,7 +229,7 @@ static int do_hello(struct conn *c, const struct msg *m, uint8_t *out,
 {
 	const uint8_t *b = m->body;
 	uint64_t feats, ours = POHMEL_FEAT_BATCH | POHMEL_FEAT_GRANTS |
-			 POHMEL_FEAT_RELEASE;
+			 POHMEL_FEAT_RELEASE | POHMEL_FEAT_STABLE;
 	uint8_t *p = out + POHMEL_HDR_SIZE;
 	struct req r = { .m = m, .len = POHMEL_HELLO_SIZE };
 	uint32_t status = 0, max;
@@ -244,10 +244,10 @@ static int do_hello(struct conn *c, const struct msg *m, uint8_t *out,
 	if (srv.keylen)
 		ours |= POHMEL_FEAT_AUTH;
 
+	/* Feature bits we do not know are ANDed away, not refused: the
+	 * way a newer client meets an older server (pohmel_proto.h). */
 	if (get16(b + 4) != POHMEL_PROTO_MAJOR)
 		status = EPROTONOSUPPORT;
-	else if (feats & ~POHMEL_FEAT_ALL)
-		status = EOPNOTSUPP;
 	else if (max < 4096)
 		status = EINVAL;
 	else if (srv.keylen && !(feats & POHMEL_FEAT_AUTH))
@@ -274,6 +274,8 @@ static int do_hello(struct conn *c, const struct msg *m, uint8_t *out,
 	put16(p + 6, POHMEL_PROTO_MINOR);
 	put64(p + 8, c->features);
 	put32(p + 16, c->max_nego);
+	if (c->features & POHMEL_FEAT_STABLE)
+		memcpy(p + 24, srv.verifier, sizeof(srv.verifier));
 	put64(p + 40, srv.boot_gen);
 	memcpy(p + 48, c->nonce_s, POHMEL_NONCE_LEN);
 	if (c->features & POHMEL_FEAT_AUTH)

@@ -262,6 +262,7 @@ int main(int argc, char **argv)
 	srv.boot_gen = (uint64_t)now.tv_sec * 1000000000ULL +
 		       (uint64_t)now.tv_nsec;
 
+	verifier_init();
 	if (oid_init(srv.rootfd, srv.cfg.state_dir))
 		goto err_sfd;
 	/* Sessions of clients from before a restart, before any client. */

@@ -47,8 +47,18 @@
  * Lines appended meanwhile come after the snapshot's in handles.new and
  * win on reload, as they did in the old file. Until the rename the old
  * file is complete (appends go on to it); after, the new one, whose
- * every line was fsynced first. Appends themselves are not fsynced (as
- * before).
+ * every line was fsynced first.
+ *
+ * Durability: an append is a write(2), in the page cache before the
+ * reply that hands the id out, so it survives any death of pohmeld. It
+ * is on disk, surviving a crash of the machine, once an FSYNC or a
+ * STABLE WRITE ran oid_sync() (pohmel_proto.h: every FSYNC makes the
+ * ids handed out so far stable): one fdatasync of the file if lines were
+ * appended since the last one, plus one fsync of the directory if a
+ * compaction renamed the file since the last one (step 5 may not have
+ * run yet). Concurrent callers share them; with nothing new it costs a
+ * lock and two compares. An append that failed (disk full) makes
+ * oid_sync fail until a compaction has written the file whole again.
  *
  * Dropping a stale entry changes no answer: oid_open() of it is ESTALE
  * either way, and an id reused by a new object comes with a new gen.
@@ -87,6 +97,18 @@ static int log_fd = -1;
 static size_t log_lines;	/* lines in the file log_fd appends to */
 static size_t compact_at;	/* compact once log_lines exceeds it */
 static char log_path[4200], tmp_path[4210], state_path[4096];
+static int state_fd = -1;	/* the state directory; set once at start */
+static uint64_t log_gen;	/* lines appended since start */
+static uint64_t rename_gen;	/* compactions renamed into place */
+static int append_err;		/* an append failed; 0 once rewritten */
+
+/*
+ * sync_mu serializes oid_sync() and the directory fsync of compaction
+ * (step 5), and protects what they made durable; taken before tab_lock.
+ */
+static pthread_mutex_t sync_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t log_synced;	/* log_gen durable in the file */
+static uint64_t dir_synced;	/* rename_gen durable in the directory */
 
 /*
  * Online compaction: at most one at a time. pend holds the lines appended
@@ -288,10 +310,13 @@ static void log_append(const struct oid_ent *e)
 		return;
 	n = fmt_line(line, e->id, e->type, e->h, e->hlen);
 	/* O_APPEND: one write per record keeps records whole. */
-	if (write(log_fd, line, n) != (ssize_t)n)
+	if (write(log_fd, line, n) != (ssize_t)n) {
+		append_err = errno ? errno : EIO;
 		log_warn("state: appending to handle table: %s",
-			 strerror(errno));
+			 strerror(append_err));
+	}
 	log_lines++;
+	log_gen++;
 	if (compacting)
 		pend_add(e, line, n);
 }
@@ -542,16 +567,74 @@ static bool stale(const struct oid_ent *e)
 	return stale_h(e->id, e->type, e->h, e->hlen);
 }
 
-/* Make the last rename in the state directory durable. */
-static void sync_dir(void)
+/*
+ * Make the last rename in the state directory durable; 0 or errno. The
+ * directory stays open: oid_sync runs under the caller's fsuid, which
+ * may not open it.
+ */
+static int sync_dir(void)
 {
-	int fd = open(state_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int err = 0;
 
-	if (fd < 0 || fsync(fd))
+	if (state_fd < 0 || fsync(state_fd)) {
+		err = state_fd < 0 ? EBADF : errno;
 		log_warn("state directory %s: fsync: %s", state_path,
-			 strerror(errno));
-	if (fd >= 0)
+			 strerror(err));
+	}
+	return err;
+}
+
+/* Must hold sync_mu: the renames up to rgen durable. */
+static int sync_renames(uint64_t rgen)
+{
+	int err;
+
+	if (rgen <= dir_synced)
+		return 0;
+	err = sync_dir();
+	if (!err)
+		dir_synced = rgen;
+	return err;
+}
+
+/*
+ * Every id handed out so far on disk (see "Durability" at the top): 0 or
+ * errno. The file's fd is dup'ed under the lock: a compaction may switch
+ * files meanwhile. Then fdatasync of the old file is still enough: until
+ * the rename is durable the directory names the old file, whose lines up
+ * to want are synced, and after it the new one, all of whose lines were
+ * fsynced before the rename.
+ */
+int oid_sync(void)
+{
+	uint64_t want, rgen;
+	int fd = -1, err;
+
+	pthread_mutex_lock(&sync_mu);
+	pthread_rwlock_rdlock(&tab_lock);
+	want = log_gen;
+	rgen = rename_gen;
+	err = append_err;
+	if (!err && want > log_synced && log_fd >= 0) {
+		fd = fcntl(log_fd, F_DUPFD_CLOEXEC, 3);
+		if (fd < 0)
+			err = errno;
+	}
+	pthread_rwlock_unlock(&tab_lock);
+	if (fd >= 0) {
+		if (fdatasync(fd)) {
+			err = errno;
+			log_warn("state: syncing %s: %s", log_path,
+				 strerror(err));
+		}
 		close(fd);
+	}
+	if (!err)
+		err = sync_renames(rgen);
+	if (!err && want > log_synced)
+		log_synced = want;
+	pthread_mutex_unlock(&sync_mu);
+	return err;
 }
 
 /* Must hold tab_lock exclusively: the next compaction's threshold. */
@@ -571,6 +654,7 @@ static int compact(void)
 	struct oid_ent *e, *next;
 
 	log_lines = 0;
+	append_err = 0;
 	log_fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
 		      0600);
 	if (log_fd < 0)
@@ -585,15 +669,20 @@ static int compact(void)
 			log_append(e);
 		}
 	}
-	if (fsync(log_fd) || rename(tmp, path)) {
-		int err = errno;
+	/* A line short (disk full): keep the old file, it is complete. */
+	if (append_err || fsync(log_fd) || rename(tmp, path)) {
+		int err = append_err ? append_err : errno;
 
 		close(log_fd);
 		log_fd = -1;
 		unlink(tmp);
 		return err;
 	}
-	sync_dir();
+	/* Alone at start, before any thread: sync_mu is not needed (and
+	 * would come after tab_lock, held here). */
+	if (!sync_dir())
+		dir_synced = rename_gen;
+	log_synced = log_gen;
 	set_compact_at();
 	return 0;
 }
@@ -709,6 +798,7 @@ static void compact_online(struct snap *s)
 {
 	size_t off = 0, lines = 0, len, n;
 	struct snap_ent *c;
+	uint64_t rgen;
 	int fd, err = 0, old;
 	char *p;
 
@@ -749,6 +839,9 @@ static void compact_online(struct snap *s)
 		fd = -1;
 		log_lines = lines;
 		close(old);
+		/* Written whole from the table and pend: no line missing. */
+		append_err = 0;
+		rename_gen++;
 	} else if (fd >= 0) {
 		close(fd);
 		fd = -1;
@@ -763,31 +856,62 @@ static void compact_online(struct snap *s)
 	pthread_rwlock_unlock(&tab_lock);
 
 	free(s->buf);
-	if (err)
+	if (err) {
 		log_warn("state: compacting %s: %s", log_path, strerror(err));
-	else
-		sync_dir();	/* step 5 */
+		return;
+	}
+	/* Step 5 (an oid_sync may have done it already). */
+	pthread_mutex_lock(&sync_mu);
+	pthread_rwlock_rdlock(&tab_lock);
+	rgen = rename_gen;
+	pthread_rwlock_unlock(&tab_lock);
+	sync_renames(rgen);
+	pthread_mutex_unlock(&sync_mu);
 }
 
-/* mkdir -p, 0700 for what it creates. */
+/* fsync the directory holding path: a new entry there durable. */
+static void sync_parent(const char *path)
+{
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	int fd;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s",
+			 slash == path ? 1 : (int)(slash - path), path);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd))
+		log_warn("%s: fsync: %s", dir, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
+/* mkdir -p, 0700 for what it creates, each made durable in its parent.
+ * 0 or -1 with errno. */
 static int mkdir_p(const char *path)
 {
-	char buf[4096], *p;
+	char buf[4096], *p, c;
 
 	if (strlen(path) >= sizeof(buf)) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
 	strcpy(buf, path);
-	for (p = buf + 1; *p; p++) {
-		if (*p != '/')
+	for (p = buf + 1;; p++) {
+		if (*p && *p != '/')
 			continue;
+		c = *p;
 		*p = 0;
-		if (mkdir(buf, 0700) && errno != EEXIST)
+		if (!mkdir(buf, 0700))
+			sync_parent(buf);
+		else if (errno != EEXIST)
 			return -1;
-		*p = '/';
+		if (!c)
+			return 0;
+		*p = c;
 	}
-	return mkdir(buf, 0700);
 }
 
 int oid_init(int rootfd, const char *state_dir)
@@ -805,12 +929,18 @@ int oid_init(int rootfd, const char *state_dir)
 	err = grow();
 	if (err)
 		goto out_unlock;
-	if (mkdir_p(state_dir) && errno != EEXIST) {
+	if (mkdir_p(state_dir)) {
 		err = errno;
 		log_err("state directory %s: %s", state_dir, strerror(err));
 		goto out_unlock;
 	}
 	snprintf(state_path, sizeof(state_path), "%s", state_dir);
+	state_fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (state_fd < 0) {
+		err = errno;
+		log_err("state directory %s: %s", state_dir, strerror(err));
+		goto out_unlock;
+	}
 	snprintf(log_path, sizeof(log_path), "%s/handles", state_dir);
 	snprintf(tmp_path, sizeof(tmp_path), "%s.new", log_path);
 	load(log_path);
@@ -849,6 +979,9 @@ void oid_fini(void)
 		close(log_fd);
 	}
 	log_fd = -1;
+	if (state_fd >= 0)
+		close(state_fd);
+	state_fd = -1;
 	free(pend);
 	pend = NULL;
 	pend_len = pend_cap = 0;

@@ -14,6 +14,21 @@
 #include <unistd.h>
 #include "pohmeld.h"
 
+/*
+ * Before the reply to an FSYNC or STABLE WRITE: the server's own state
+ * that the client needs to reach what it names stable too (pohmel_proto.h
+ * "Durability"): the object ids handed out so far and the session's
+ * reply cache and open handles. Costs nothing when nothing is new.
+ */
+static int state_sync(struct req *r)
+{
+	int err = oid_sync();
+
+	if (!err && r->s)
+		err = session_sync(r->s);
+	return err;
+}
+
 /* Reopen an O_PATH fd for I/O as the caller (permission checked). */
 static int reopen(int fd, int flags, int *out)
 {
@@ -208,9 +223,10 @@ int op_write(struct req *r)
 		}
 		done += (uint32_t)n;
 	}
-	if (m->flags & POHMEL_IO_STABLE && fdatasync(fd)) {
-		err = errno;
-		goto out;
+	if (m->flags & POHMEL_IO_STABLE) {
+		err = fdatasync(fd) ? errno : state_sync(r);
+		if (err)
+			goto out;
 	}
 	err = attr_put_known(r, fd, &m->oid);
 	if (err)
@@ -224,7 +240,13 @@ out:
 	return err;
 }
 
-/* Data (and with !DATAONLY metadata) on stable storage before the reply. */
+/*
+ * Stable storage before the reply: a file's data (and without DATAONLY
+ * its metadata), a directory's entries (fsync(2) of it), with FSYNC_FS
+ * the whole export (syncfs(2); oid names any object of it, checked, and
+ * needs no access: `sync` needs none either); and always the server's
+ * own state (state_sync).
+ */
 int op_fsync(struct req *r)
 {
 	const struct msg *m = r->m;
@@ -233,6 +255,8 @@ int op_fsync(struct req *r)
 
 	if (m->handle) {
 		err = io_fd(r, m->handle, 0, O_RDONLY, &fd);
+	} else if (m->flags & POHMEL_FSYNC_FS) {
+		err = req_obj(r, &m->oid, &fd, &st);
 	} else {
 		err = req_obj(r, &m->oid, &fd, &st);
 		if (!err && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) {
@@ -248,10 +272,15 @@ int op_fsync(struct req *r)
 	}
 	if (err)
 		return err;
-	if (m->flags & POHMEL_FSYNC_DATAONLY ? fdatasync(fd) : fsync(fd))
+	/* Every object is on the root's filesystem (oid_of_fd: EXDEV);
+	 * syncfs needs an fd that is not O_PATH: the root's. */
+	if (m->flags & POHMEL_FSYNC_FS ? syncfs(srv.rootfd) :
+	    m->flags & POHMEL_FSYNC_DATAONLY ? fdatasync(fd) : fsync(fd))
 		err = errno;
 	if (err == EBADF || err == EINVAL)
 		err = 0;	/* O_PATH fd of a special file: nothing to sync */
+	if (!err)
+		err = state_sync(r);
 	if (!err)
 		err = attr_put_known(r, fd, &m->oid);
 	close(fd);

@@ -126,12 +126,16 @@ struct server {
 	int rootfd;		/* the export root, O_RDONLY directory */
 	dev_t rootdev;
 	uint64_t boot_gen;
+	uint8_t verifier[16];	/* write verifier (verifier.c), never 0 */
 	atomic_bool stopping;
 	int fd_budget;		/* open handles' fds, all sessions (main.c) */
 	int handles_per_session;	/* the effective quota */
 	int grants_per_conn;	/* the effective quota (grants.c) */
 };
 extern struct server srv;
+
+/* ---- verifier.c: the write verifier of POHMEL_FEAT_STABLE ---- */
+void verifier_init(void);
 
 /* ---- stats.c: counters readable by STATS ---- */
 struct stats {
@@ -182,6 +186,7 @@ int oid_open(const struct woid *o, int *fd, struct stat *st);
 size_t oid_count(void);
 uint64_t oid_gen_of(uint64_t id);
 uint64_t oid_id_of_ino(uint64_t ino);
+int oid_sync(void);
 
 /* ---- sessfile.c: session state files under STATEDIR/sessions ---- */
 int sfile_init(const char *state_dir);
@@ -193,6 +198,8 @@ int sfile_append(int fd, uint32_t type, const void *a, uint32_t alen,
 		 const void *b, uint32_t blen);
 int sfile_start_rewrite(const uint8_t uuid[16], uint64_t boot_gen);
 int sfile_commit(const uint8_t uuid[16], uint64_t boot_gen);
+uint64_t sfile_dir_gen(void);
+int sfile_sync_dir(uint64_t gen);
 bool sfile_next(const uint8_t **p, size_t *left, uint32_t *type,
 		const uint8_t **body, uint32_t *blen);
 void sfile_scan(bool (*fn)(const uint8_t uuid[16], uint64_t boot_gen,
@@ -216,6 +223,7 @@ void session_end(struct session *s);
 uint64_t session_id(const struct session *s);
 void session_ref(struct session *s);
 void session_unref(struct session *s);
+int session_sync(struct session *s);
 int sessions_count(void);
 void sessions_fini(void);
 

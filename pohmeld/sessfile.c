@@ -8,9 +8,13 @@
  * records appended with one write(2) each (O_APPEND): what session.c
  * changes in memory it appends here before the reply that depends on it
  * is sent. write(2) without fsync is enough against a dead pohmeld: the
- * kernel keeps the page cache, as it keeps the export's own changes,
- * which pohmeld does not fsync either (see README.md "Sessions across a
- * restart" for the machine-crash case and the cost measured).
+ * kernel keeps the page cache, as it keeps the export's own changes.
+ * Against a crash of the machine, what the client was promised stable
+ * is: every FSYNC and STABLE WRITE makes its session's file stable before
+ * its reply (session_sync: fdatasync of the file if records were
+ * appended since the last one, and sfile_sync_dir if the file was
+ * created or renamed since the directory was last synced); see README.md
+ * "Sessions across a restart" for what that covers and what it costs.
  *
  * Record: u32 type, u32 body length, u32 checksum (FNV-1a of type,
  * length and body), u32 zero, then the body; all big-endian. A record
@@ -38,6 +42,16 @@
 #define FILE_MAX	(64 * 1024 * 1024)
 
 static int dir_fd = -1;		/* STATEDIR/sessions; set once at start */
+
+/*
+ * The directory's entries: dir_gen counts creations and renames of
+ * session files (atomic: bumped under callers' locks, which must not wait
+ * for an fsync); dir_mu serializes sfile_sync_dir and protects
+ * dir_synced, the dir_gen its last fsync covered.
+ */
+static atomic_uint_fast64_t dir_gen;
+static pthread_mutex_t dir_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t dir_synced;
 
 bool sfile_enabled(void)
 {
@@ -76,12 +90,54 @@ static void name_of(char *buf, size_t n, const uint8_t uuid[16],
 int sfile_init(const char *state_dir)
 {
 	char path[4200];
+	int fd;
 
 	snprintf(path, sizeof(path), "%s/sessions", state_dir);
-	if (mkdir(path, 0700) && errno != EEXIST)
+	if (!mkdir(path, 0700)) {
+		/* the new directory's name durable in STATEDIR */
+		fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0 || fsync(fd))
+			log_warn("%s: fsync: %s", state_dir, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	} else if (errno != EEXIST) {
 		return errno;
+	}
 	dir_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	return dir_fd < 0 ? errno : 0;
+}
+
+/* The generation of the directory's entries now: a file created or
+ * renamed before this call is durable once sfile_sync_dir(it) ran. */
+uint64_t sfile_dir_gen(void)
+{
+	return atomic_load(&dir_gen);
+}
+
+/*
+ * Make the directory's entries up to gen durable: one fsync, shared by
+ * concurrent callers (the one that waited finds it done). 0 or errno.
+ */
+int sfile_sync_dir(uint64_t gen)
+{
+	uint64_t now;
+	int err = 0;
+
+	if (dir_fd < 0)
+		return 0;
+	pthread_mutex_lock(&dir_mu);
+	if (gen > dir_synced) {
+		now = atomic_load(&dir_gen);
+		if (fsync(dir_fd)) {
+			err = errno;
+			log_warn("session directory: fsync: %s",
+				 strerror(err));
+		} else {
+			dir_synced = now;
+		}
+	}
+	pthread_mutex_unlock(&dir_mu);
+	return err;
 }
 
 void sfile_fini(void)
@@ -94,12 +150,16 @@ void sfile_fini(void)
 int sfile_open(const uint8_t uuid[16], uint64_t boot_gen)
 {
 	char name[64];
+	int fd;
 
 	if (dir_fd < 0)
 		return -1;
 	name_of(name, sizeof(name), uuid, boot_gen, "");
-	return openat(dir_fd, name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-		      0600);
+	fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+		    0600);
+	/* after the entry exists: a sync that reads the new gen sees it */
+	atomic_fetch_add(&dir_gen, 1);
+	return fd;
 }
 
 void sfile_remove(const uint8_t uuid[16], uint64_t boot_gen)
@@ -161,6 +221,7 @@ int sfile_commit(const uint8_t uuid[16], uint64_t boot_gen)
 		unlinkat(dir_fd, tmp, 0);
 		return err;
 	}
+	atomic_fetch_add(&dir_gen, 1);
 	return 0;
 }
 

@@ -22,6 +22,11 @@
  *   use (as root, with the access the OPEN was granted). An object that
  *   was unlinked while open is gone with the old process: ESTALE.
  * Locks are not persisted: they end with the process (see README.md).
+ * That is after a crash of pohmeld (the appends are in the page cache).
+ * After a crash of the machine the file holds at least what it held at
+ * the session's last FSYNC or STABLE WRITE reply (session_sync), and
+ * every object id handed out by then (oid_sync): what the client was
+ * told is stable stays reachable; a later request may be run again.
  *
  * Memory per session is bounded: the reply cache keeps at most
  * POHMEL_REPLY_CACHE replies, each the reply to a non-idempotent request
@@ -120,11 +125,18 @@ struct session {
 	uint64_t id;
 	uint8_t owner[OWNER_LEN];	/* identity that created it */
 
+	/* sync_mu serializes session_sync (taken before mu). */
+	pthread_mutex_t sync_mu;
+
 	/* Under mu: */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;	/* a busy cache entry finished */
 	int sfd;		/* session file (appends), -1: none */
 	uint32_t nrecs;		/* records appended since the last rewrite */
+	uint64_t app_gen;	/* records appended to the file(s), ever */
+	uint64_t synced_gen;	/* app_gen on disk (session_sync, rewrite) */
+	uint64_t name_gen;	/* sfile_dir_gen() after the file's name
+				 * was last created or renamed */
 	uint64_t max_seq;
 	struct cache_ent cache[POHMEL_REPLY_CACHE];
 	struct handle_ent *handles;
@@ -270,6 +282,10 @@ static int rewrite(struct session *s)
 		close(s->sfd);
 	s->sfd = fd;
 	s->nrecs = 0;
+	/* All of the state is in the synced file; its name is not yet
+	 * durable (session_sync syncs the directory). */
+	s->synced_gen = s->app_gen;
+	s->name_gen = sfile_dir_gen();
 	return 0;
 }
 
@@ -287,6 +303,8 @@ static void rec_put(struct session *s, uint32_t type, const uint8_t *a,
 	if (s->sfd < 0)
 		return;
 	err = sfile_append(s->sfd, type, a, alen, b, blen);
+	if (!err)
+		s->app_gen++;
 	if (!err && ++s->nrecs >= REWRITE_RECS) {
 		rerr = rewrite(s);
 		if (rerr) {
@@ -336,6 +354,7 @@ static void release(struct session *s)
 
 static void destroy(struct session *s)
 {
+	pthread_mutex_destroy(&s->sync_mu);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);
 	free(s);
@@ -430,6 +449,7 @@ static struct session *session_new(const uint8_t uuid[16], uint64_t boot_gen)
 	memcpy(s->owner, owner_id(), OWNER_LEN);
 	s->id = next_id++;
 	s->sfd = -1;
+	pthread_mutex_init(&s->sync_mu, NULL);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
 	s->refs = 1;
@@ -498,12 +518,15 @@ struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen,
 			 * would mix in; start it empty */
 			sfile_remove(uuid, boot_gen);
 			s->sfd = sfile_open(uuid, boot_gen);
+			s->name_gen = sfile_dir_gen();
 			if (s->sfd >= 0 &&
 			    sfile_append(s->sfd, SR_OWNER, s->owner, OWNER_LEN,
 					 NULL, 0)) {
 				close(s->sfd);
 				s->sfd = -1;
 				sfile_remove(uuid, boot_gen);
+			} else if (s->sfd >= 0) {
+				s->app_gen = 1;
 			}
 		}
 	}
@@ -559,6 +582,55 @@ void session_unref(struct session *s)
 	pthread_mutex_unlock(&sess_mu);
 	if (last)
 		destroy(s);
+}
+
+/*
+ * Make the session's file stable (pohmel_proto.h "Durability": every
+ * FSYNC makes the reply cache and open handles stable before its reply):
+ * fdatasync if records were appended since the last sync, and the
+ * sessions directory if the file's name is newer than its last fsync.
+ * Concurrent callers queue on sync_mu and the later ones usually find
+ * their records synced already; with nothing new this costs two
+ * compares. The fd is dup'ed under mu: a rewrite may replace the file
+ * meanwhile, and syncing the old one is still enough (until the rename
+ * is durable the old name is what a crash leaves; the new file was
+ * synced whole before it). 0, or errno if the disk failed. A session
+ * without a file (it could not be written, logged then) has nothing to
+ * sync: it is not kept across a restart at all.
+ */
+int session_sync(struct session *s)
+{
+	uint64_t want, ngen;
+	int fd = -1, err = 0;
+
+	pthread_mutex_lock(&s->sync_mu);
+	pthread_mutex_lock(&s->mu);
+	want = s->app_gen;
+	ngen = s->name_gen;
+	if (s->sfd >= 0 && want > s->synced_gen) {
+		fd = fcntl(s->sfd, F_DUPFD_CLOEXEC, 3);
+		if (fd < 0)
+			err = errno;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (fd >= 0) {
+		if (fdatasync(fd)) {
+			err = errno;
+			log_warn("session %llu: syncing its state file: %s",
+				 (unsigned long long)s->id, strerror(err));
+		}
+		close(fd);
+	}
+	if (!err)
+		err = sfile_sync_dir(ngen);
+	if (!err) {
+		pthread_mutex_lock(&s->mu);
+		if (want > s->synced_gen)
+			s->synced_gen = want;
+		pthread_mutex_unlock(&s->mu);
+	}
+	pthread_mutex_unlock(&s->sync_mu);
+	return err;
 }
 
 /* BYE: end the session now; the caller still holds its attach ref. */

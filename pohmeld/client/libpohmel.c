@@ -363,6 +363,7 @@ int pc_handshake(struct pc *c)
 	c->features = get64(r + 8);
 	c->max_msg = get32(r + 16);
 	c->server_boot = get64(r + 40);
+	memcpy(c->verifier, r + 24, sizeof(c->verifier));
 	if (c->keylen) {
 		if (!(c->features & POHMEL_FEAT_AUTH)) {
 			snprintf(c->err, sizeof(c->err),

@@ -41,6 +41,7 @@ struct pc {
 	uint8_t uuid[16];	/* session identity; random if left zero */
 	uint64_t boot_gen;
 	uint64_t server_boot;
+	uint8_t verifier[16];	/* write verifier (FEAT_STABLE), else 0 */
 	uint8_t key[64];
 	size_t keylen;		/* 0: no key */
 	uint64_t want_features;	/* 0: the library's default */

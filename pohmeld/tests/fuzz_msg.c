@@ -60,6 +60,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	snprintf(p, sizeof(p), "%s/export/sub", dir);
 	mkdir(p, 0755);
 	umask(0);
+	verifier_init();
 	if (srv.rootfd < 0 || oid_init(srv.rootfd, srv.cfg.state_dir))
 		abort();
 	srv.keylen = 32;
