@@ -203,7 +203,8 @@ static void wb_flush(struct wb_batch *b)
 		folio_end_writeback(b->folios[i]);
 	if (n > 0 && u) {
 		/* the folio references pass to the unstable list */
-		pohmel_unstable_add(inode, u, b->folios, b->nr, gen);
+		pohmel_unstable_add(inode, u, b->folios, b->nr, pos, len,
+				    gen);
 	} else {
 		kfree(u);
 		for (i = 0; i < b->nr; i++)

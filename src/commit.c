@@ -6,16 +6,22 @@
  * server's memory" (pohmel_proto.h, "Durability"): a crash of the server
  * machine before an FSYNC may lose it. So writepages hands the folios of
  * each such WRITE to this file, which pins them (a reference each:
- * reclaim cannot free them) together with the verifier generation the
- * WRITE was submitted under. pohmel_commit() sends FSYNC for the pins
- * taken before it: those whose generation is the one the FSYNC was
- * answered under are dropped, the others are redirtied and go out again.
+ * reclaim cannot free them) together with the WRITE's range and the
+ * verifier generation it was submitted under. pohmel_commit() sends
+ * FSYNC for the pins taken before it: those whose generation is the one
+ * the FSYNC was answered under are dropped; the others are written
+ * again, stable, from the pinned folios themselves (the page cache may
+ * have dropped them meanwhile, e.g. when the server's data moved after
+ * its restart, and i_size may show the server's older size).
  *
  * Write-through data (O_DIRECT, appends, cache=none) is not kept: if the
  * verifier changed under it, the next commit fails with EIO instead.
  */
+#include <linux/bvec.h>
+#include <linux/cred.h>
 #include <linux/pagemap.h>
 #include <linux/slab.h>
+#include <linux/uio.h>
 #include <linux/writeback.h>
 
 #include "pohmel.h"
@@ -23,6 +29,8 @@
 /* One WRITE's folios, waiting for an FSYNC under @gen. */
 struct pohmel_unstable {
 	struct list_head list;
+	loff_t pos;			/* the WRITE's range (trimmed by */
+	size_t len;			/* our own truncates) */
 	u32 gen;
 	unsigned int nr;
 	struct folio *folios[];
@@ -57,10 +65,13 @@ struct pohmel_unstable *pohmel_unstable_alloc(unsigned int nr)
  * (takes over the caller's folio references and @u) until a commit.
  */
 void pohmel_unstable_add(struct inode *inode, struct pohmel_unstable *u,
-			 struct folio **folios, unsigned int nr, u32 gen)
+			 struct folio **folios, unsigned int nr, loff_t pos,
+			 size_t len, u32 gen)
 {
 	struct pohmel_inode *pi = POHMEL_I(inode);
 
+	u->pos = pos;
+	u->len = len;
 	u->gen = gen;
 	u->nr = nr;
 	memcpy(u->folios, folios, nr * sizeof(*folios));
@@ -128,20 +139,53 @@ static void put_back(struct pohmel_inode *pi, struct commit_set *set)
 }
 
 /*
- * Send @folio again. Returns false if it is gone from the page cache
- * below the end of file (dropped by a recall): its data cannot be sent.
+ * Write @u's range again from its folios, stable: the server lost it.
+ * As the opener if a handle for writing is open, like writeback.
  */
-static bool redirty(struct inode *inode, struct folio *folio)
+static int resend(struct inode *inode, struct pohmel_unstable *u)
 {
-	bool ok = true;
+	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
+	struct pohmel_handle *h = pohmel_get_handle(inode, POHMEL_OPEN_WRITE);
+	const struct cred *old = NULL;
+	struct pohmel_fattr fa;
+	struct bio_vec *bv;
+	struct iov_iter it;
+	unsigned int i;
+	ssize_t n;
 
-	folio_lock(folio);
-	if (folio->mapping == inode->i_mapping)
-		folio_mark_dirty(folio);
-	else if (folio_pos(folio) < i_size_read(inode))
-		ok = false;
-	folio_unlock(folio);
-	return ok;
+	if (!u->len)
+		goto out;
+	bv = kmalloc_array(u->nr, sizeof(*bv), GFP_NOFS);
+	if (!bv) {
+		pohmel_put_handle(h);
+		return -ENOMEM;
+	}
+	for (i = 0; i < u->nr; i++) {
+		bv[i].bv_page = folio_page(u->folios[i], 0);
+		bv[i].bv_offset = 0;
+		bv[i].bv_len = PAGE_SIZE;
+	}
+	iov_iter_bvec(&it, ITER_SOURCE, bv, u->nr, u->len);
+	if (h)
+		old = override_creds(h->cred);
+	n = pohmel_rpc_write(&sbi->conn, &POHMEL_I(inode)->oid,
+			     h ? h->handle : 0, u->pos, u->len,
+			     POHMEL_IO_STABLE, &it, &fa);
+	if (h)
+		revert_creds(old);
+	kfree(bv);
+	if (n >= 0)
+		pohmel_refresh_inode(inode, &fa, POHMEL_REFRESH_OWN);
+	if (n >= 0 && n < u->len)
+		n = -EIO;
+	if (n < 0) {
+		pohmel_put_handle(h);
+		return n;
+	}
+	atomic64_add(u->nr, &sbi->stats.commit_resends);
+out:
+	pohmel_put_handle(h);
+	return 0;
 }
 
 static void unpin(struct inode *inode, struct pohmel_unstable *u)
@@ -157,11 +201,11 @@ static void unpin(struct inode *inode, struct pohmel_unstable *u)
 
 /*
  * Make stable what this inode's WRITEs left unstable: one FSYNC (with
- * @flags, through @h if given) for everything pinned so far. Returns 0,
- * -EAGAIN if the server's verifier changed and folios were redirtied
- * (write back and commit again), -EIO if write-through data or folios
- * dropped meanwhile were lost with the server's memory, or the FSYNC's
- * error. @fa gets the FSYNC's attributes.
+ * @flags, through @h if given) for everything pinned so far, and what a
+ * server restart lost written again. Returns 0, -EIO if write-through
+ * data was lost with the server's memory, or the error of the FSYNC or
+ * of a WRITE sent again (what is not yet stable stays pinned then).
+ * @fa gets the FSYNC's attributes.
  */
 int pohmel_commit(struct inode *inode, struct pohmel_handle *h, u32 flags,
 		  struct pohmel_fattr *fa)
@@ -170,9 +214,8 @@ int pohmel_commit(struct inode *inode, struct pohmel_handle *h, u32 flags,
 	struct pohmel_inode *pi = POHMEL_I(inode);
 	struct pohmel_unstable *u, *tmp;
 	struct commit_set set;
-	bool resend = false, lost = false;
+	bool lost = false;
 	u32 before, after;
-	unsigned int i;
 	int err;
 
 	take_set(pi, &set);
@@ -188,49 +231,77 @@ int pohmel_commit(struct inode *inode, struct pohmel_handle *h, u32 flags,
 	/* answered under @before only if no new verifier came meanwhile */
 	list_for_each_entry_safe(u, tmp, &set.pins, list) {
 		if (before != after || u->gen != before) {
-			resend = true;
-			atomic64_add(u->nr, &sbi->stats.commit_resends);
-			for (i = 0; i < u->nr; i++)
-				if (!redirty(inode, u->folios[i]))
-					lost = true;
+			err = resend(inode, u);
+			if (err)
+				break;	/* the rest goes back, still unstable */
 		}
 		unpin(inode, u);
+	}
+	if (err) {
+		set.wt_state = POHMEL_WT_NONE;
+		put_back(pi, &set);
 	}
 	if (set.wt_state == POHMEL_WT_LOST ||
 	    (set.wt_state == POHMEL_WT_PENDING &&
 	     (before != after || set.wt_gen != before)))
 		lost = true;
 	if (lost) {
-		pr_warn_ratelimited("%pISpc: inode %llu: data written before the server's restart was lost with its memory\n",
+		pr_warn_ratelimited("%pISpc: inode %llu: data written around the page cache before the server's restart was lost with its memory\n",
 				    &pohmel_conn(inode)->addr, pi->oid.id);
 		mapping_set_error(inode->i_mapping, -EIO);
 		return -EIO;
 	}
-	return resend ? -EAGAIN : 0;
+	return err;
 }
 
-/*
- * Write back [@start, @end], then commit, until a commit finds nothing
- * to send again (a verifier that keeps changing gives EIO).
- */
+/* Write back [@start, @end], then commit. */
 int pohmel_write_and_commit(struct inode *inode, struct pohmel_handle *h,
 			    loff_t start, loff_t end, u32 flags,
 			    struct pohmel_fattr *fa)
 {
-	int tries, err;
+	int err = filemap_write_and_wait_range(inode->i_mapping, start, end);
 
-	for (tries = 0; tries < 5; tries++) {
-		err = filemap_write_and_wait_range(inode->i_mapping, start,
-						   end);
-		if (err)
-			return err;
-		err = pohmel_commit(inode, h, flags, fa);
-		if (err != -EAGAIN)
-			return err;
-		start = 0;
-		end = LLONG_MAX;
+	return err ?: pohmel_commit(inode, h, flags, fa);
+}
+
+/*
+ * Everything this inode has unstable, committed by someone who holds no
+ * open file: the flusher (write_inode) or a reader about to drop a stale
+ * page cache. FSYNC as the opener, like the WRITEs it commits.
+ */
+int pohmel_commit_inode(struct inode *inode)
+{
+	struct pohmel_handle *h = pohmel_get_handle(inode, POHMEL_OPEN_WRITE);
+	const struct cred *old = NULL;
+	struct pohmel_fattr fa;
+	int err;
+
+	if (h)
+		old = override_creds(h->cred);
+	err = pohmel_write_and_commit(inode, h, 0, LLONG_MAX,
+				      POHMEL_FSYNC_DATAONLY, &fa);
+	if (h)
+		revert_creds(old);
+	pohmel_put_handle(h);
+	if (!err)
+		pohmel_refresh_inode(inode, &fa, POHMEL_REFRESH_OWN);
+	return err;
+}
+
+/* Our own truncate to @size: nothing past it is to be sent again. */
+void pohmel_unstable_truncate(struct inode *inode, loff_t size)
+{
+	struct pohmel_inode *pi = POHMEL_I(inode);
+	struct pohmel_unstable *u;
+
+	spin_lock(&pi->lock);
+	list_for_each_entry(u, &pi->unstable, list) {
+		if (u->pos >= size)
+			u->len = 0;
+		else if (u->pos + (loff_t)u->len > size)
+			u->len = size - u->pos;
 	}
-	return -EIO;
+	spin_unlock(&pi->lock);
 }
 
 /* Eviction: what was not committed is given up (the inode is going). */

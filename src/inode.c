@@ -463,7 +463,11 @@ int pohmel_revalidate_mapping(struct inode *inode)
 
 	if (!test_bit(POHMEL_I_DATA_STALE, &pi->flags))
 		return 0;
-	err = filemap_write_and_wait(inode->i_mapping);
+	/* unstable pages first: a server restart may need them again */
+	if (S_ISREG(inode->i_mode) && pohmel_has_unstable(inode))
+		err = pohmel_commit_inode(inode);
+	else
+		err = filemap_write_and_wait(inode->i_mapping);
 	if (err)
 		return err;
 	if (!test_and_clear_bit(POHMEL_I_DATA_STALE, &pi->flags))
@@ -633,8 +637,10 @@ int pohmel_setattr(POHMEL_IDMAP_PARAM struct dentry *dentry,
 				 &sa, &fa);
 	if (err)
 		return err;
-	if (v & ATTR_SIZE)
+	if (v & ATTR_SIZE) {
 		truncate_setsize(inode, fa.size);
+		pohmel_unstable_truncate(inode, fa.size);
+	}
 	return pohmel_refresh_inode(inode, &fa, POHMEL_REFRESH_OWN);
 }
 

@@ -253,7 +253,8 @@ struct pohmel_unstable;
 u32 pohmel_verf_gen(struct inode *inode);
 struct pohmel_unstable *pohmel_unstable_alloc(unsigned int nr);
 void pohmel_unstable_add(struct inode *inode, struct pohmel_unstable *u,
-			 struct folio **folios, unsigned int nr, u32 gen);
+			 struct folio **folios, unsigned int nr, loff_t pos,
+			 size_t len, u32 gen);
 void pohmel_write_through_done(struct inode *inode, u32 gen);
 bool pohmel_has_unstable(struct inode *inode);
 int pohmel_commit(struct inode *inode, struct pohmel_handle *h, u32 flags,
@@ -261,6 +262,8 @@ int pohmel_commit(struct inode *inode, struct pohmel_handle *h, u32 flags,
 int pohmel_write_and_commit(struct inode *inode, struct pohmel_handle *h,
 			    loff_t start, loff_t end, u32 flags,
 			    struct pohmel_fattr *fa);
+int pohmel_commit_inode(struct inode *inode);
+void pohmel_unstable_truncate(struct inode *inode, loff_t size);
 void pohmel_unstable_drop(struct inode *inode);
 
 /* stats.c */

@@ -285,16 +285,11 @@ static void pohmel_umount_begin(struct super_block *sb)
 
 /*
  * The flusher's second step after writing an inode's pages: commit them
- * (commit.c). A sync(2) or syncfs(2) waits (WB_SYNC_ALL) and sends again
- * what a server restart lost; background writeback leaves that to the
- * next pass (the pages are dirty again).
+ * (commit.c), and what a server restart lost is written again.
  */
 static int pohmel_write_inode(struct inode *inode,
 			      struct writeback_control *wbc)
 {
-	struct pohmel_handle *h;
-	const struct cred *old = NULL;
-	struct pohmel_fattr fa;
 	int err;
 
 	if (!S_ISREG(inode->i_mode) || !pohmel_has_unstable(inode))
@@ -309,23 +304,10 @@ static int pohmel_write_inode(struct inode *inode,
 		pr_warn_ratelimited("umount: server unreachable: written data not committed to its stable storage\n");
 		return 0;
 	}
-	/* FSYNC as the opener, like the WRITEs it commits */
-	h = pohmel_get_handle(inode, POHMEL_OPEN_WRITE);
-	if (h)
-		old = override_creds(h->cred);
-	if (wbc->sync_mode == WB_SYNC_ALL)
-		err = pohmel_write_and_commit(inode, h, 0, LLONG_MAX,
-					      POHMEL_FSYNC_DATAONLY, &fa);
-	else
-		err = pohmel_commit(inode, h, POHMEL_FSYNC_DATAONLY, &fa);
-	if (h)
-		revert_creds(old);
-	pohmel_put_handle(h);
-	if (!err)
-		pohmel_refresh_inode(inode, &fa, POHMEL_REFRESH_OWN);
-	else if (pohmel_has_unstable(inode))
+	err = pohmel_commit_inode(inode);
+	if (err && pohmel_has_unstable(inode))
 		__mark_inode_dirty(inode, I_DIRTY_DATASYNC);	/* again later */
-	return err == -EAGAIN ? 0 : err;
+	return err;
 }
 
 /*

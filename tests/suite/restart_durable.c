@@ -12,6 +12,12 @@
  *            stopped reading: eviction queues its CLOSEs instead of
  *            waiting for the socket.
  *   dirsync  fsync of a directory reaches the server (an FSYNC is sent).
+ *   resend   written and closed (applied, not yet stable), then the
+ *            server "loses" it: stopped, the file cut back in the export
+ *            and started with another write verifier (another boot id,
+ *            POHMELD_TEST_BOOT_ID), as after a crash of its machine; the
+ *            client writes it again before fsync returns (mount 2 reads
+ *            it, mountstats commit_resends moved).
  */
 #include "tap.h"
 
@@ -74,7 +80,7 @@ static long long mstat(const char *mnt, const char *key)
 
 static int content_is(const char *path, const unsigned char *want, size_t len)
 {
-	static unsigned char got[BIG + 1];
+	static unsigned char got[4 * BIG + 1];
 	ssize_t n = read_file(path, got, sizeof(got));
 
 	if (n != (ssize_t)len || memcmp(got, want, len)) {
@@ -279,6 +285,53 @@ static void test_dirsync(const char *w1)
 		close(fd);
 }
 
+static void test_resend(const char *w1, const char *w2)
+{
+	static unsigned char buf[4 * BIG];
+	const char *m1 = getenv("POHMEL_MNT1"), *ex = getenv("POHMEL_EXPORT");
+	char p1[4200], p2[4200], pe[4200], cmd[600];
+	const char *bootid = "/var/tmp/pohmel-fake-boot-id";
+	long long u0, r0, r1;
+	int fd, ok;
+
+	snprintf(p1, sizeof(p1), "%s/resend", w1);
+	snprintf(p2, sizeof(p2), "%s/resend", w2);
+	snprintf(pe, sizeof(pe), "%s/%s/resend", ex ? ex : "", w1 + strlen(m1));
+	fill_pattern(buf, sizeof(buf), 29, 0);
+	fd = open(p1, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	ok = fd >= 0 && write(fd, "x", 1) == 1 && fsync(fd) == 0;
+	u0 = mstat(m1, "unstable_pages");
+	r0 = mstat(m1, "commit_resends");
+	ok = ok && pwrite(fd, buf, sizeof(buf), 0) == (ssize_t)sizeof(buf) && close(fd) == 0;
+	if (!tap_check(ok, "restart: resend: 256 KiB written and closed"))
+		return;
+	tap_check(mstat(m1, "unstable_pages") >= u0 + 64,
+		  "restart: resend: its 64 pages stay pinned, not yet stable (%lld -> %lld)",
+		  u0, mstat(m1, "unstable_pages"));
+	tap_check(server("stop") == 0, "restart: resend: server stopped");
+	/* what a crash of the server machine does to an unsynced write */
+	ok = truncate(pe, 1) == 0;
+	tap_check(ok, "restart: resend: the write undone in the export (%s)", pe);
+	snprintf(cmd, sizeof(cmd),
+		 "cat /proc/sys/kernel/random/uuid > %s && systemctl set-environment POHMELD_TEST_BOOT_ID=%s",
+		 bootid, bootid);
+	tap_check(system(cmd) == 0 && server("start") == 0,
+		  "restart: resend: server started with another boot id");
+	fd = open(p1, O_RDWR);
+	tap_check(fd >= 0 && fsync_retry(fd, 30) == 0, "restart: resend: open and fsync");
+	if (fd >= 0)
+		close(fd);
+	r1 = mstat(m1, "commit_resends");
+	tap_check(r0 >= 0 && r1 >= r0 + 64,
+		  "restart: resend: the 64 pages were sent again (commit_resends %lld -> %lld)",
+		  r0, r1);
+	tap_check(content_is(p2, buf, sizeof(buf)),
+		  "restart: resend: mount 2 reads the 256 KiB the server lost");
+	tap_check(system("systemctl unset-environment POHMELD_TEST_BOOT_ID") == 0 &&
+		  server("restart") == 0,
+		  "restart: resend: server restarted with its own boot id");
+}
+
 int do_durable(const char *w1, const char *w2, const char *ws)
 {
 	if (!getenv("POHMEL_SERVER") || !getenv("POHMEL_MNT1"))
@@ -287,5 +340,6 @@ int do_durable(const char *w1, const char *w2, const char *ws)
 	test_keep(w2, ws);
 	test_killed(w1, w2);
 	test_evict(w1);
+	test_resend(w1, w2);
 	return tap_failed() ? 1 : 0;
 }
