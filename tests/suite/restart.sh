@@ -92,7 +92,7 @@ durable() {
 		fail "restart/durable: a soft mount of the export"
 		return
 	fi
-	run_c "restart/durable:" "$bin/restart" durable "$w1/durable" "$w2/durable" "$soft/$rel/durable"
+	run_c "restart/durable:" "$bin/restart" durable "$w1/durable" "$w2/durable" "$soft/$rel/durable" "$soft"
 	timeout -k 5 60 umount "$soft" || fail "restart/durable: the soft mount unmounts"
 }
 

@@ -1,7 +1,7 @@
-/* restart durable W1 W2 WSOFT: the client's durability checks that need the
+/* restart durable W1 W2 WSOFT SOFTMNT: the client's durability checks that need the
  * server down or stopped (restart.sh; $POHMEL_SERVER controls pohmeld).
  * W1, W2: the group's directory on mount 1 and 2 (hard); WSOFT: the same
- * directory through a third mount with soft,timeo=3.
+ * directory through a third mount with soft,timeo=3, mounted at SOFTMNT.
  *   keep     a soft mount's fsync that times out while the server is down
  *            keeps the pages dirty: the next fsync, once it is back, writes
  *            them (mount 2 reads them).
@@ -107,8 +107,9 @@ static int fsync_retry(int fd, int secs)
 	return rc;
 }
 
-static void test_keep(const char *w2, const char *ws)
+static void test_keep(const char *w2, const char *ws, const char *smnt)
 {
+	long long c0, c1;
 	static unsigned char buf[BIG];
 	char ps[4200], p2[4200];
 	int fd, rc, err;
@@ -121,8 +122,13 @@ static void test_keep(const char *w2, const char *ws)
 		       "restart: keep: create, write and fsync on the soft mount"))
 		goto out;
 	/* buffered under the WRITE's EXCL grant: nothing sent yet */
+	c0 = mstat(smnt, "write");
 	tap_check(pwrite(fd, buf, sizeof(buf), 0) == (ssize_t)sizeof(buf),
 		  "restart: keep: a 64 KiB buffered write");
+	c1 = mstat(smnt, "write");
+	tap_check(c0 >= 0 && c1 == c0,
+		  "restart: keep: it stays in the page cache (WRITEs sent: %lld -> %lld)",
+		  c0, c1);
 	tap_check(server("kill") == 0, "restart: keep: server killed");
 	rc = fsync(fd);
 	err = errno;
@@ -139,13 +145,28 @@ out:
 		close(fd);
 }
 
+/* one byte from @fd within @secs, or 0 */
+static int await(int fd, int secs)
+{
+	char c;
+
+	alarm(secs);
+	int n = read(fd, &c, 1);
+	alarm(0);
+	return n == 1;
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
 static void test_killed(const char *w1, const char *w2)
 {
 	static unsigned char buf[BIG];
 	char p1[4200], p2[4200];
-	int fd, pfd[2], st, rc, err;
+	int fd, up[2], down[2], st, rc, err;
 	pid_t pid;
-	char c;
 
 	snprintf(p1, sizeof(p1), "%s/killed", w1);
 	snprintf(p2, sizeof(p2), "%s/killed", w2);
@@ -154,30 +175,36 @@ static void test_killed(const char *w1, const char *w2)
 	if (!tap_check(fd >= 0 && write(fd, "y", 1) == 1 && fsync(fd) == 0,
 		       "restart: killed: create, write and fsync"))
 		goto out;
-	if (pipe(pfd))
+	if (pipe(up) || pipe(down))
 		die("pipe: %s", strerror(errno));
 	pid = fork();
 	if (pid == 0) {
 		int f = open(p1, O_RDWR);
 
+		close(up[0]);
+		close(down[1]);
 		if (f < 0 || pwrite(f, buf, sizeof(buf), 0) != (ssize_t)sizeof(buf))
 			_exit(1);
-		if (write(pfd[1], "w", 1) != 1)
+		if (write(up[1], "w", 1) != 1)
 			_exit(1);
-		read(pfd[0], &c, 1);	/* the server is down now */
+		await(down[0], 600);	/* the server is down now */
 		fsync(f);		/* blocks (hard mount) until killed */
 		_exit(2);
 	}
-	tap_check(read(pfd[0], &c, 1) == 1, "restart: killed: the writer wrote 64 KiB");
+	close(up[1]);
+	close(down[0]);
+	if (!tap_check(await(up[0], 60), "restart: killed: the writer wrote 64 KiB")) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+		goto close_pipes;
+	}
 	tap_check(server("kill") == 0, "restart: killed: server killed");
-	if (write(pfd[1], "g", 1) != 1)
+	if (write(down[1], "g", 1) != 1)
 		die("pipe write: %s", strerror(errno));
 	sleep(2);
 	kill(pid, SIGKILL);
 	tap_check(waitpid(pid, &st, 0) == pid && WIFSIGNALED(st),
 		  "restart: killed: the writer's fsync died of SIGKILL");
-	close(pfd[0]);
-	close(pfd[1]);
 	tap_check(server("start") == 0, "restart: killed: server started");
 	rc = fsync(fd);
 	err = errno;
@@ -187,6 +214,9 @@ static void test_killed(const char *w1, const char *w2)
 		tap_diag("errno 512 is the kernel's -ERESTARTSYS leaking into errseq");
 	tap_check(content_is(p2, buf, sizeof(buf)),
 		  "restart: killed: the killed writer's 64 KiB reached the server (mount 2)");
+close_pipes:
+	close(up[0]);
+	close(down[1]);
 out:
 	if (fd >= 0)
 		close(fd);
@@ -332,12 +362,15 @@ static void test_resend(const char *w1, const char *w2)
 		  "restart: resend: server restarted with its own boot id");
 }
 
-int do_durable(const char *w1, const char *w2, const char *ws)
+int do_durable(const char *w1, const char *w2, const char *ws, const char *smnt)
 {
+	struct sigaction sa = { .sa_handler = on_alarm };
+
+	sigaction(SIGALRM, &sa, NULL);	/* no SA_RESTART: read gives up */
 	if (!getenv("POHMEL_SERVER") || !getenv("POHMEL_MNT1"))
 		die("restart durable: needs POHMEL_SERVER and POHMEL_MNT1");
 	test_dirsync(w1);
-	test_keep(w2, ws);
+	test_keep(w2, ws, smnt);
 	test_killed(w1, w2);
 	test_evict(w1);
 	test_resend(w1, w2);
