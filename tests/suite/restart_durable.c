@@ -135,9 +135,15 @@ static void test_keep(const char *w2, const char *ws, const char *smnt)
 	tap_check(rc == -1 && err != 512,
 		  "restart: keep: fsync with the server down fails (%s)",
 		  rc ? strerror(err) : "it returned 0");
+	tap_diag("soft mount: WRITEs %lld, FSYNCs %lld, replays %lld, timeouts %lld",
+		 mstat(smnt, "write"), mstat(smnt, "fsync"), mstat(smnt, "replays"),
+		 mstat(smnt, "timeouts"));
 	tap_check(server("start") == 0, "restart: keep: server started");
 	rc = fsync_retry(fd, 30);
 	tap_check(rc == 0, "restart: keep: fsync after the server is back returns 0");
+	tap_diag("soft mount: WRITEs %lld, FSYNCs %lld, replays %lld, timeouts %lld",
+		 mstat(smnt, "write"), mstat(smnt, "fsync"), mstat(smnt, "replays"),
+		 mstat(smnt, "timeouts"));
 	tap_check(content_is(p2, buf, sizeof(buf)),
 		  "restart: keep: mount 2 reads the 64 KiB the failed fsync could not write");
 out:
@@ -231,7 +237,7 @@ static void test_evict(const char *w1)
 	char dir[4200], path[4300];
 	pid_t w[EV_WRITERS], d;
 	long long c0, c1;
-	int i, st, alive = 0, ok = 1, done = 0;
+	int i, st, alive = 0, ok = 1, done = 0, bfd;
 
 	snprintf(dir, sizeof(dir), "%s/evict", w1);
 	mkdir(dir, 0755);
@@ -244,15 +250,18 @@ static void test_evict(const char *w1)
 			ok = 0;
 	}
 	tap_check(ok, "restart: evict: %d files opened and closed", EV_FILES);
+	/* opened before the pause: the WRITEs, not the OPEN, must wait */
+	snprintf(path, sizeof(path), "%s/big", dir);
+	bfd = open(path, O_WRONLY | O_CREAT | O_DIRECT, 0644);
+	tap_check(bfd >= 0, "restart: evict: a file for O_DIRECT writes");
 	c0 = mstat(getenv("POHMEL_MNT1"), "close");
 	tap_check(server("pause") == 0, "restart: evict: server stopped (SIGSTOP)");
 	/* enough 1 MiB WRITEs at once to fill the socket: a sender blocks */
-	snprintf(path, sizeof(path), "%s/big", dir);
 	for (i = 0; i < EV_WRITERS; i++) {
 		w[i] = fork();
 		if (w[i] == 0) {
 			void *b;
-			int fd = open(path, O_WRONLY | O_CREAT | O_DIRECT, 0644);
+			int fd = bfd;
 
 			if (fd < 0 || posix_memalign(&b, 4096, EV_CHUNK))
 				_exit(1);
@@ -288,6 +297,8 @@ static void test_evict(const char *w1)
 		if (waitpid(w[i], &st, 0) != w[i] || !WIFEXITED(st) || WEXITSTATUS(st))
 			ok = 0;
 	tap_check(ok, "restart: evict: every 1 MiB write succeeds once the server reads");
+	if (bfd >= 0)
+		close(bfd);
 	/* the evicted files' handles were closed, once the socket drained */
 	for (i = 0; i < 100; i++) {
 		c1 = mstat(getenv("POHMEL_MNT1"), "close");
