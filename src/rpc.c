@@ -393,7 +393,7 @@ ssize_t pohmel_rpc_read(struct pohmel_conn *c, const struct pohmel_foid *oid,
 {
 	const struct pohmel_io_reply *r;
 	struct pohmel_req *req;
-	u32 n;
+	size_t n, copied;
 	int err;
 
 	req = io_req(c, POHMEL_OP_READ, oid, handle, off, count, 0, 0);
@@ -405,10 +405,15 @@ ssize_t pohmel_rpc_read(struct pohmel_conn *c, const struct pohmel_foid *oid,
 	r = (const void *)req->rbuf;
 	reply_attr(req, &r->attr, fa);
 	n = be32_to_cpu(r->count);
-	if (copy_to_iter(req->rbuf + POHMEL_IO_REPLY_SIZE, n, to) != n)
-		n = -EFAULT;
+	copied = copy_to_iter(req->rbuf + POHMEL_IO_REPLY_SIZE, n, to);
 	pohmel_req_put(req);
-	return n;
+	/*
+	 * A fault in the user's buffer ends the read where it hit: the
+	 * bytes before it count (a short read), none at all is -EFAULT.
+	 */
+	if (copied < n && !copied)
+		return -EFAULT;
+	return copied;
 }
 
 /* Write @count bytes from @from at @off; returns bytes written. */
