@@ -185,11 +185,14 @@ int pohmel_rpc_remove(struct pohmel_conn *c, u16 op,
 int pohmel_rpc_setattr(struct pohmel_conn *c, const struct pohmel_foid *oid,
 		       const struct pohmel_sattr *sa, struct pohmel_fattr *fa)
 {
+	u32 fh = sa->valid & POHMEL_SET_HANDLE ? POHMEL_SETATTR_FH_SIZE : 0;
+	struct pohmel_setattr_fh *t;
 	struct pohmel_setattr *b;
 	struct pohmel_req *req;
 	int err;
 
-	req = pohmel_req_alloc(c, POHMEL_OP_SETATTR, POHMEL_SETATTR_SIZE, true);
+	req = pohmel_req_alloc(c, POHMEL_OP_SETATTR, POHMEL_SETATTR_SIZE + fh,
+			       true);
 	if (!req)
 		return -ENOMEM;
 	b = pohmel_req_append(req, POHMEL_SETATTR_SIZE);
@@ -201,6 +204,10 @@ int pohmel_rpc_setattr(struct pohmel_conn *c, const struct pohmel_foid *oid,
 	b->size = cpu_to_be64(sa->size);
 	put_time(&b->atime, &sa->atime);
 	put_time(&b->mtime, &sa->mtime);
+	if (fh) {
+		t = pohmel_req_append(req, fh);
+		t->handle = cpu_to_be64(sa->handle);
+	}
 	err = call(c, req);
 	if (err)
 		return err;

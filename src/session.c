@@ -87,9 +87,11 @@ int pohmel_session_handshake(struct pohmel_conn *c, struct socket *sock)
 	struct pohmel_auth auth;
 	u8 nonce_c[POHMEL_NONCE_LEN], mac[POHMEL_MAC_LEN];
 	u8 attr[POHMEL_ATTR_SIZE];
-	u64 want = s->keylen ? POHMEL_FEAT_AUTH : 0, feat;
+	u64 want = POHMEL_FEAT_FD_ACCESS, feat;
 	int err;
 
+	if (s->keylen)
+		want |= POHMEL_FEAT_AUTH;
 	if (c->grants)
 		want |= POHMEL_FEAT_GRANTS | POHMEL_FEAT_RELEASE;
 	get_random_bytes(nonce_c, sizeof(nonce_c));
