@@ -468,6 +468,25 @@ static void conn_shutdown(struct pohmel_conn *c)
 	mutex_unlock(&c->sock_mutex);
 }
 
+/*
+ * A reply that parsed but contradicts what the client knows (see
+ * check_new_object() in dir.c): the connection it came on (@gen) is not
+ * trusted any more, as after a malformed message; a newer one stays.
+ */
+void pohmel_conn_proto_error(struct pohmel_conn *c, u32 gen, const char *what)
+{
+	bool same;
+
+	atomic64_inc(&c->stats.proto_errors);
+	pr_warn_ratelimited("%pISpc: %s: dropping the connection\n", &c->addr,
+			    what);
+	spin_lock(&c->lock);
+	same = c->gen == gen;
+	spin_unlock(&c->lock);
+	if (same)
+		conn_shutdown(c);
+}
+
 /* One RECALL, handled on c->recall_wq and acknowledged from there. */
 struct pohmel_recall_work {
 	struct work_struct work;
