@@ -771,7 +771,7 @@ static int recv_one(struct pohmel_conn *c, struct socket *sock)
 		goto proto;
 	len = be32_to_cpu(h.len);
 	if (len) {
-		buf = kvmalloc(len, GFP_NOFS);
+		buf = pohmel_msg_alloc(len, 0);
 		if (!buf)
 			return -ENOMEM;
 		err = pohmel_conn_recv_all(sock, buf, len);

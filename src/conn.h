@@ -231,6 +231,7 @@ u32 pohmel_conn_grant_cap(struct pohmel_conn *c, u64 id, u64 stamp,
 int pohmel_conn_start(struct pohmel_conn *c);
 void pohmel_conn_stop(struct pohmel_conn *c);
 void pohmel_conn_abort(struct pohmel_conn *c);
+void *pohmel_msg_alloc(size_t size, gfp_t extra);	/* kvfree() it */
 void pohmel_conn_proto_error(struct pohmel_conn *c, u32 gen, const char *what);
 void pohmel_conn_stop_recalls(struct pohmel_conn *c);
 int pohmel_conn_call(struct pohmel_conn *c, struct pohmel_req *req);

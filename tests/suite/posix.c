@@ -777,6 +777,7 @@ int main(int argc, char **argv)
 	test_xattr_acl();
 	test_locks();
 	test_io();
+	test_bigmsg();
 	test_readdir();
 	return tap_done();
 }

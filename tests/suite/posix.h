@@ -24,6 +24,7 @@ void test_xattr_acl(void);
 void test_locks(void);
 void test_readdir(void);
 void test_io(void);		/* O_DIRECT, fsync, mmap, statfs */
+void test_bigmsg(void);		/* 1 MiB messages under fragmentation (guest) */
 
 #define UID_A 1000
 #define GID_A 1000
