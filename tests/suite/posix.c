@@ -778,6 +778,7 @@ int main(int argc, char **argv)
 	test_locks();
 	test_io();
 	test_bigmsg();
+	test_dcache_cap();
 	test_readdir();
 	return tap_done();
 }

@@ -1,8 +1,9 @@
 /* posix, guest only: memory bounds of the client. 1 MiB messages while no
  * physically contiguous 2 MiB block is free (changes vm sysctls and takes
- * memory from the guest). */
+ * memory from the guest); the cap on a kept directory listing. */
 #include "posix.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -273,3 +274,63 @@ void test_bigmsg(void)
 	free(r);
 }
 
+#define DCACHE_PARAM "/sys/module/pohmelfs/parameters/dcache_max_entries"
+
+/* list @dir fully (small getdents buffers); the names counted */
+static int list_count(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d)))
+		n += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return d ? n : -1;
+}
+
+/* @n files in new directory @name on mount 1, then two listings: hits */
+static long listing_hits(const char *name, int n, int *listed)
+{
+	char f[64];
+	long h0, h1;
+
+	mkdir(p1(name), 0755);
+	for (int i = 0; i < n; i++) {
+		snprintf(f, sizeof(f), "%s/f%d", name, i);
+		close(open(p1(f), O_CREAT | O_WRONLY, 0644));
+	}
+	h0 = mstat("readdir_cache_hits");
+	listed[0] = list_count(p1(name));
+	listed[1] = list_count(p1(name));
+	h1 = mstat("readdir_cache_hits");
+	return h0 < 0 || h1 < 0 ? -1 : h1 - h0;
+}
+
+/*
+ * A kept directory listing is bounded (dcache_max_entries): a directory
+ * with more entries is listed through the server every time, and still
+ * completely; one within the bound is served from memory.
+ */
+void test_dcache_cap(void)
+{
+	long saved = read_long(DCACHE_PARAM), hits;
+	int listed[2];
+
+	if (opt_local || !is_root) {
+		tap_skip("guest only", "dcache: a kept listing is bounded");
+		return;
+	}
+	tap_check(saved > 0 && write_long(DCACHE_PARAM, 100) == 0,
+		  "dcache: bound is a module parameter (%ld), set to 100", saved);
+	hits = listing_hits("cap150", 150, listed);
+	tap_check(listed[0] == 150 && listed[1] == 150, "dcache: 150 entries past the bound listed (%d, %d)",
+		  listed[0], listed[1]);
+	tap_check(hits == 0, "dcache: a directory past the bound is not served from memory (%ld hits)", hits);
+	hits = listing_hits("cap50", 50, listed);
+	tap_check(listed[0] == 50 && listed[1] == 50 && hits > 0,
+		  "dcache: within the bound it is (%d, %d names, %ld hits)", listed[0], listed[1], hits);
+	if (saved > 0)
+		write_long(DCACHE_PARAM, saved);
+}
