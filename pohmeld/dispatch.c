@@ -229,7 +229,8 @@ static int do_hello(struct conn *c, const struct msg *m, uint8_t *out,
 {
 	const uint8_t *b = m->body;
 	uint64_t feats, ours = POHMEL_FEAT_BATCH | POHMEL_FEAT_GRANTS |
-			 POHMEL_FEAT_RELEASE | POHMEL_FEAT_STABLE;
+			 POHMEL_FEAT_RELEASE | POHMEL_FEAT_STABLE |
+			 POHMEL_FEAT_FD_ACCESS;
 	uint8_t *p = out + POHMEL_HDR_SIZE;
 	struct req r = { .m = m, .len = POHMEL_HELLO_SIZE };
 	uint32_t status = 0, max;

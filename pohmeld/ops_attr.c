@@ -241,6 +241,42 @@ static int set_times(const char *path, const struct msg *m)
 	return utimensat(AT_FDCWD, path, ts, 0) ? errno : 0;
 }
 
+/*
+ * The fd of the handle a size change names (POHMEL_SET_HANDLE), or -1.
+ * Taken before req_caller(): a restored handle is reopened with caps.
+ */
+static int setattr_handle_fd(struct req *r, int *hfd)
+{
+	unsigned int hflags;
+	int err;
+
+	*hfd = -1;
+	if (!(r->m->valid & POHMEL_SET_HANDLE))
+		return 0;
+	if (!r->s)
+		return EBADF;
+	err = session_handle_get(r->s, r->m->handle, &r->m->oid, hfd, &hflags);
+	if (err)
+		return err;
+	if (!(hflags & HANDLE_WRITE)) {
+		close(*hfd);
+		*hfd = -1;
+		return EBADF;
+	}
+	return 0;
+}
+
+/*
+ * Through an open handle the size changes like ftruncate(2): the handle
+ * was opened for writing, so the file's mode is not checked again.
+ */
+static int set_size(const char *path, int hfd, uint64_t size)
+{
+	if (hfd >= 0)
+		return ftruncate(hfd, (off_t)size) ? errno : 0;
+	return truncate(path, (off_t)size) ? errno : 0;
+}
+
 /* Order matters: size first (it moves mtime), mode after chown (which
  * clears set-id bits), times last. */
 int op_setattr(struct req *r)
@@ -248,12 +284,14 @@ int op_setattr(struct req *r)
 	const struct msg *m = r->m;
 	char path[64];
 	struct stat st;
-	int fd, err;
+	int fd, hfd = -1, err;
 
 	err = req_obj(r, &m->oid, &fd, &st);
 	if (err)
 		return err;
-	err = req_caller(r);
+	err = setattr_handle_fd(r, &hfd);
+	if (!err)
+		err = req_caller(r);
 	if (err)
 		goto out;
 	proc_path(path, sizeof(path), fd);
@@ -266,10 +304,9 @@ int op_setattr(struct req *r)
 			err = EINVAL;
 			goto out;
 		}
-		if (truncate(path, (off_t)m->size)) {
-			err = errno;
+		err = set_size(path, hfd, m->size);
+		if (err)
 			goto out;
-		}
 	}
 	if (m->valid & (POHMEL_SET_UID | POHMEL_SET_GID)) {
 		uid_t u = m->valid & POHMEL_SET_UID ? m->uid : (uid_t)-1;
@@ -311,6 +348,8 @@ int op_setattr(struct req *r)
 	}
 	err = attr_put_known(r, fd, &m->oid);
 out:
+	if (hfd >= 0)
+		close(hfd);
 	close(fd);
 	return err;
 }

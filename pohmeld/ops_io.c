@@ -79,9 +79,21 @@ static int io_fd(struct req *r, uint64_t handle, unsigned int need,
 	return err;
 }
 
+/*
+ * POHMEL_OPEN_CREATED from the file's owner: open it as open(2) after
+ * O_CREAT does, without checking the new mode (the owner could chmod
+ * it anyway). Anyone else is checked as the caller.
+ */
+static bool open_created(const struct msg *m, const struct stat *st)
+{
+	return (m->flags & POHMEL_OPEN_CREATED) && S_ISREG(st->st_mode) &&
+	       st->st_uid == m->cr.uid;
+}
+
 int op_open(struct req *r)
 {
 	const struct msg *m = r->m;
+	unsigned int flags = m->flags & POHMEL_OPEN_ALL;
 	struct stat st;
 	uint64_t handle;
 	int pfd, fd = -1, err, acc;
@@ -92,19 +104,19 @@ int op_open(struct req *r)
 	err = req_obj(r, &m->oid, &pfd, &st);
 	if (err)
 		return err;
-	err = req_caller(r);
+	err = open_created(m, &st) ? 0 : req_caller(r);
 	if (err)
 		goto out_pfd;
-	if (m->flags == 0) {
+	if (flags == 0) {
 		/* Only keep the object alive (e.g. a directory or symlink). */
 		fd = pfd;
 		pfd = -1;
 	} else if (S_ISDIR(st.st_mode)) {
-		err = m->flags & POHMEL_OPEN_WRITE ? EISDIR :
+		err = flags & POHMEL_OPEN_WRITE ? EISDIR :
 		      reopen(pfd, O_RDONLY | O_DIRECTORY, &fd);
 	} else if (S_ISREG(st.st_mode)) {
-		acc = m->flags == POHMEL_OPEN_ALL ? O_RDWR :
-		      m->flags & POHMEL_OPEN_WRITE ? O_WRONLY : O_RDONLY;
+		acc = flags == POHMEL_OPEN_ALL ? O_RDWR :
+		      flags & POHMEL_OPEN_WRITE ? O_WRONLY : O_RDONLY;
 		err = reopen(pfd, acc, &fd);
 	} else {
 		err = S_ISLNK(st.st_mode) ? ELOOP : ENXIO;
@@ -120,7 +132,7 @@ int op_open(struct req *r)
 	err = attr_put_known(r, fd, &m->oid);
 	if (err)
 		goto out_fd;
-	err = session_handle_add(r->s, fd, &m->oid, m->flags, &handle);
+	err = session_handle_add(r->s, fd, &m->oid, flags, &handle);
 	if (err)
 		goto out_fd;
 	put64(p + POHMEL_ATTR_SIZE, handle);

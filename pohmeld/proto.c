@@ -104,17 +104,25 @@ static int parse_body(struct msg *m)
 		woid_get(b, &m->oid);
 		return take_name(b + POHMEL_NAME_REQ_SIZE, m->namelen, m->name);
 	case POHMEL_OP_SETATTR:
-		NEED(POHMEL_SETATTR_SIZE);
-		woid_get(b, &m->oid);
+		if (m->blen < POHMEL_SETATTR_SIZE)
+			return PROTO_DROP;
 		m->valid = get32(b + 16);
+		NEED(POHMEL_SETATTR_SIZE + (m->valid & POHMEL_SET_HANDLE ?
+					    POHMEL_SETATTR_FH_SIZE : 0));
+		woid_get(b, &m->oid);
 		m->mode = get32(b + 20);
 		m->uid = get32(b + 24);
 		m->gid = get32(b + 28);
 		m->size = get64(b + 32);
 		wtime_get(b + 40, &m->atime);
 		wtime_get(b + 56, &m->mtime);
-		if (m->valid & ~POHMEL_SET_ALL)
+		if (m->valid & POHMEL_SET_HANDLE)
+			m->handle = get64(b + POHMEL_SETATTR_SIZE);
+		if (m->valid & ~(POHMEL_SET_ALL | POHMEL_SET_HANDLE))
 			return EOPNOTSUPP;
+		if ((m->valid & POHMEL_SET_HANDLE) &&
+		    !(m->valid & POHMEL_SET_SIZE))
+			return EINVAL;
 		if ((m->valid & POHMEL_SET_ATIME && check_time(&m->atime)) ||
 		    (m->valid & POHMEL_SET_MTIME && check_time(&m->mtime)))
 			return EINVAL;
@@ -189,7 +197,8 @@ static int parse_body(struct msg *m)
 		NEED(POHMEL_OPEN_SIZE);
 		woid_get(b, &m->oid);
 		m->flags = get32(b + 16);
-		return m->flags & ~POHMEL_OPEN_ALL ? EOPNOTSUPP : 0;
+		return m->flags & ~(POHMEL_OPEN_ALL | POHMEL_OPEN_CREATED) ?
+		       EOPNOTSUPP : 0;
 	case POHMEL_OP_CLOSE:
 		NEED(POHMEL_HANDLE_REQ_SIZE);
 		woid_get(b, &m->oid);

@@ -389,11 +389,11 @@ err_sock:
 
 static int conn_connect(struct pohmel_conn *c, struct socket **sockp)
 {
-	bool no_stable = c->sess.no_stable;
+	bool proto10 = c->sess.proto10;
 	int err = connect_once(c, sockp);
 
 	/* the handshake learnt that the server is 1.0: once more without */
-	if (err == -EAGAIN && !no_stable && c->sess.no_stable) {
+	if (err == -EAGAIN && !proto10 && c->sess.proto10) {
 		pr_warn("%pISpc: %s\n", &c->addr, c->why);
 		err = connect_once(c, sockp);
 	}
@@ -502,6 +502,25 @@ static void conn_shutdown(struct pohmel_conn *c)
 	if (sock)
 		kernel_sock_shutdown(sock, SHUT_RDWR);
 	mutex_unlock(&c->sock_mutex);
+}
+
+/*
+ * A reply that parsed but contradicts what the client knows (see
+ * check_new_object() in dir.c): the connection it came on (@gen) is not
+ * trusted any more, as after a malformed message; a newer one stays.
+ */
+void pohmel_conn_proto_error(struct pohmel_conn *c, u32 gen, const char *what)
+{
+	bool same;
+
+	atomic64_inc(&c->stats.proto_errors);
+	pr_warn_ratelimited("%pISpc: %s: dropping the connection\n", &c->addr,
+			    what);
+	spin_lock(&c->lock);
+	same = c->gen == gen;
+	spin_unlock(&c->lock);
+	if (same)
+		conn_shutdown(c);
 }
 
 /* One RECALL, handled on c->recall_wq and acknowledged from there. */
@@ -788,7 +807,7 @@ static int recv_one(struct pohmel_conn *c, struct socket *sock)
 		goto proto;
 	len = be32_to_cpu(h.len);
 	if (len) {
-		buf = kvmalloc(len, GFP_NOFS);
+		buf = pohmel_msg_alloc(len, 0);
 		if (!buf)
 			return -ENOMEM;
 		err = pohmel_conn_recv_all(sock, buf, len);

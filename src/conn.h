@@ -107,7 +107,7 @@ struct pohmel_session {
 	 */
 	u8 verf[16];
 	atomic_t verf_gen;
-	bool no_stable;			/* the server refused FEAT_STABLE */
+	bool proto10;			/* the server refused the 1.1 bits */
 	atomic64_t next_seq;		/* last seq handed out */
 	u64 features;			/* negotiated */
 	u32 max_msg;			/* negotiated */
@@ -250,6 +250,8 @@ u32 pohmel_conn_grant_cap(struct pohmel_conn *c, u64 id, u64 stamp,
 int pohmel_conn_start(struct pohmel_conn *c);
 void pohmel_conn_stop(struct pohmel_conn *c);
 void pohmel_conn_abort(struct pohmel_conn *c);
+void *pohmel_msg_alloc(size_t size, gfp_t extra);	/* kvfree() it */
+void pohmel_conn_proto_error(struct pohmel_conn *c, u32 gen, const char *what);
 void pohmel_conn_stop_recalls(struct pohmel_conn *c);
 int pohmel_conn_call(struct pohmel_conn *c, struct pohmel_req *req);
 int pohmel_conn_call_async(struct pohmel_conn *c, struct pohmel_req *req);

@@ -189,6 +189,38 @@ const struct dentry_operations pohmel_dops = {
 	.d_revalidate	= pohmel_d_revalidate,
 };
 
+/*
+ * The object a CREATE, MKDIR, MKNOD or SYMLINK reply names must be of the
+ * type asked for, must not be an object we know as another type, and a
+ * directory must not be one we already have under another name (two
+ * names of one directory break the dcache's tree). Else the server lies:
+ * a protocol error, the call fails with EIO.
+ */
+static int check_new_object(struct inode *dir, umode_t type,
+			    const struct pohmel_fattr *obj)
+{
+	struct inode *old;
+	bool bad;
+
+	bad = (obj->mode & S_IFMT) != type;
+	old = bad ? NULL : pohmel_ilookup(dir->i_sb, &obj->oid);
+	if (old) {
+		bad = (old->i_mode & S_IFMT) != type;
+		if (!bad && S_ISDIR(old->i_mode)) {
+			struct dentry *alias = d_find_any_alias(old);
+
+			bad = alias;
+			dput(alias);
+		}
+		iput(old);
+	}
+	if (!bad)
+		return 0;
+	pohmel_conn_proto_error(pohmel_conn(dir), obj->gen,
+				"a new entry names an object we already have");
+	return -EIO;
+}
+
 /* The reply to a namespace change: instantiate the new object. */
 static int instantiate(struct inode *dir, struct dentry *dentry,
 		       const struct pohmel_fattr *obj,
@@ -229,6 +261,15 @@ static int do_create(struct inode *dir, struct dentry *dentry, u16 op,
 				&obj, &pdir);
 	if (err)
 		return err;
+	err = check_new_object(dir, op == POHMEL_OP_MKDIR ? S_IFDIR :
+			       op == POHMEL_OP_SYMLINK ? S_IFLNK :
+			       op == POHMEL_OP_CREATE ? S_IFREG : mode & S_IFMT,
+			       &obj);
+	if (err) {
+		/* what the server made there is unknown: ask again later */
+		d_drop(dentry);
+		return err;
+	}
 	return instantiate(dir, dentry, &obj, &pdir);
 }
 

@@ -95,6 +95,19 @@ static struct pohmel_handle *reuse_handle(struct inode *inode, u32 want,
 	return found;
 }
 
+/*
+ * open(O_CREAT) that made the file opens it whatever its new mode, as a
+ * local fs does: the server is told so (POHMEL_OPEN_CREATED).
+ */
+static u32 open_created(struct inode *inode, struct file *file)
+{
+	if (!(file->f_mode & FMODE_CREATED) ||
+	    !(READ_ONCE(pohmel_conn(inode)->sess.features) &
+	      POHMEL_FEAT_FD_ACCESS))
+		return 0;
+	return POHMEL_OPEN_CREATED;
+}
+
 static int pohmel_open(struct inode *inode, struct file *file)
 {
 	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
@@ -143,11 +156,14 @@ static int pohmel_open(struct inode *inode, struct file *file)
 	    !pohmel_permission_noidmap(inode, MAY_READ))
 		h->flags = POHMEL_OPEN_ALL;
 	/* close-to-open: OPEN returns fresh attributes */
-	err = pohmel_rpc_open(h->conn, &pi->oid, h->flags, &h->handle, &fa);
+	err = pohmel_rpc_open(h->conn, &pi->oid,
+			      h->flags | open_created(inode, file), &h->handle,
+			      &fa);
 	if (err == -EACCES && h->flags != flags) {
 		h->flags = flags;
-		err = pohmel_rpc_open(h->conn, &pi->oid, flags, &h->handle,
-				      &fa);
+		err = pohmel_rpc_open(h->conn, &pi->oid,
+				      flags | open_created(inode, file),
+				      &h->handle, &fa);
 	}
 	if (err) {
 		kfree(h);

@@ -582,6 +582,27 @@ static void ts_or_now(struct pohmel_sattr *sa, unsigned int ia, u32 now,
 		sa->valid |= now;
 }
 
+/*
+ * ftruncate and open(O_TRUNC) name the open file: its access was checked
+ * at open, so the size changes through its handle, as on a local fs, and
+ * not against the file's mode now (open(O_CREAT, 0) then ftruncate).
+ */
+static void size_via_handle(struct inode *inode, const struct iattr *attr,
+			    struct pohmel_sattr *sa)
+{
+	const struct pohmel_handle *h;
+
+	if (!(attr->ia_valid & ATTR_FILE) || !attr->ia_file ||
+	    !(READ_ONCE(pohmel_conn(inode)->sess.features) &
+	      POHMEL_FEAT_FD_ACCESS))
+		return;
+	h = attr->ia_file->private_data;
+	if (!h || !(h->flags & POHMEL_OPEN_WRITE))
+		return;
+	sa->valid |= POHMEL_SET_HANDLE;
+	sa->handle = h->handle;
+}
+
 int pohmel_setattr(POHMEL_IDMAP_PARAM struct dentry *dentry,
 		   struct iattr *attr)
 {
@@ -620,6 +641,7 @@ int pohmel_setattr(POHMEL_IDMAP_PARAM struct dentry *dentry,
 			return -EINVAL;
 		sa.valid |= POHMEL_SET_SIZE;
 		sa.size = attr->ia_size;
+		size_via_handle(inode, attr, &sa);
 	}
 	if (v & ATTR_ATIME) {
 		ts_or_now(&sa, v & ATTR_ATIME_SET, POHMEL_SET_ATIME_NOW,

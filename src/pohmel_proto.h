@@ -119,6 +119,9 @@
  * 1.0  first version.
  * 1.1  POHMEL_FEAT_STABLE: write verifier in the HELLO reply,
  *      POHMEL_FSYNC_FS, FSYNC makes the server's state stable too.
+ *      POHMEL_FEAT_FD_ACCESS: an open file's access is decided at OPEN,
+ *      as on a local fs: POHMEL_OPEN_CREATED (open(O_CREAT, 0) that
+ *      made the file) and POHMEL_SET_HANDLE (ftruncate through a handle).
  */
 #ifndef POHMEL_PROTO_H
 #define POHMEL_PROTO_H
@@ -152,9 +155,10 @@
 #define POHMEL_FEAT_BATCH	(1ULL << 2)	/* POHMEL_OP_BATCH */
 #define POHMEL_FEAT_RELEASE	(1ULL << 3)	/* POHMEL_OP_RELEASE */
 #define POHMEL_FEAT_STABLE	(1ULL << 4)	/* verifier, FSYNC_FS (1.1) */
+#define POHMEL_FEAT_FD_ACCESS	(1ULL << 5)	/* OPEN_CREATED, SET_HANDLE (1.1) */
 #define POHMEL_FEAT_ALL		(POHMEL_FEAT_AUTH | POHMEL_FEAT_GRANTS | \
 				 POHMEL_FEAT_BATCH | POHMEL_FEAT_RELEASE | \
-				 POHMEL_FEAT_STABLE)
+				 POHMEL_FEAT_STABLE | POHMEL_FEAT_FD_ACCESS)
 
 /* hdr.flags */
 #define POHMEL_HF_REPLY		0x0001	/* this is a reply to hdr.tag */
@@ -439,7 +443,15 @@ struct pohmel_rename {
 #define POHMEL_SET_MTIME	0x20	/* to mtime */
 #define POHMEL_SET_ATIME_NOW	0x40
 #define POHMEL_SET_MTIME_NOW	0x80
-#define POHMEL_SET_ALL		0xff
+#define POHMEL_SET_ALL		0xff	/* the bits of 1.0 */
+/*
+ * With POHMEL_FEAT_FD_ACCESS (1.1): a struct pohmel_setattr_fh follows
+ * the body, and the size change (POHMEL_SET_SIZE, required with it) is
+ * made through that handle, which must be open for writing: the access
+ * was checked at OPEN, as ftruncate(2) on a local filesystem, not
+ * against the file's mode now. The other changes are checked as always.
+ */
+#define POHMEL_SET_HANDLE	0x100
 struct pohmel_setattr {
 	struct pohmel_oid oid;
 	__be32 valid;		/* POHMEL_SET_* */
@@ -452,6 +464,12 @@ struct pohmel_setattr {
 };
 
 #define POHMEL_SETATTR_SIZE	72
+
+struct pohmel_setattr_fh {
+	__be64 handle;
+};
+
+#define POHMEL_SETATTR_FH_SIZE	8
 
 /*
  * READDIR: struct pohmel_readdir. cookie 0 starts at the beginning; each
@@ -499,6 +517,14 @@ struct pohmel_dirent {
 #define POHMEL_OPEN_READ	0x1
 #define POHMEL_OPEN_WRITE	0x2
 #define POHMEL_OPEN_ALL		(POHMEL_OPEN_READ | POHMEL_OPEN_WRITE)
+/*
+ * With POHMEL_FEAT_FD_ACCESS (1.1): the caller's CREATE just made this
+ * regular file (open(2) with O_CREAT that created it, which a local fs
+ * opens whatever the new mode). The server then does not check the
+ * mode if the caller owns the file (who could chmod it anyway); for
+ * anyone else the flag changes nothing.
+ */
+#define POHMEL_OPEN_CREATED	0x4
 struct pohmel_open {
 	struct pohmel_oid oid;
 	__be32 flags;		/* POHMEL_OPEN_* */

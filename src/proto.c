@@ -9,6 +9,7 @@
 #include <linux/errno.h>
 #include <linux/kernel.h>
 #include <linux/mm.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/stat.h>
 #include <linux/string.h>
@@ -54,6 +55,23 @@ void pohmel_req_put(struct pohmel_req *req)
 }
 
 /*
+ * A message buffer (up to max_msg, 1 MiB and more), without recursing
+ * into the filesystem. kvmalloc() with GFP_NOFS never falls back to
+ * vmalloc before 5.17: every large message would need a physically
+ * contiguous order-9 block and fail under fragmentation. GFP_KERNEL
+ * inside a NOFS scope may fall back, on every kernel, and the scope keeps
+ * vmalloc's own allocations out of the filesystem too.
+ */
+void *pohmel_msg_alloc(size_t size, gfp_t extra)
+{
+	unsigned int nofs = memalloc_nofs_save();
+	void *p = kvmalloc(size, GFP_KERNEL | extra);
+
+	memalloc_nofs_restore(nofs);
+	return p;
+}
+
+/*
  * Allocate a request for @op with room for @payload body bytes. With
  * @creds the caller's fsuid/fsgid go into the header and its
  * supplementary groups (up to POHMEL_MAX_GROUPS) into a groups block.
@@ -81,7 +99,7 @@ struct pohmel_req *pohmel_req_alloc(struct pohmel_conn *c, u16 op,
 	req->op = op;
 	req->needs_seq = pohmel_op_needs_seq(op);
 	req->scap = POHMEL_HDR_SIZE + gsize + payload;
-	req->sbuf = kvzalloc(req->scap, GFP_NOFS);
+	req->sbuf = pohmel_msg_alloc(req->scap, __GFP_ZERO);
 	if (!req->sbuf)
 		goto err_req;
 	req->slen = POHMEL_HDR_SIZE;

@@ -27,9 +27,19 @@
  * up name by name: after a recall, a stat of every entry costs one
  * request, not one per name. POHMEL_I_RELIST marks such a directory; a
  * relist that does not fit one reply clears it.
+ *
+ * Bounds: a listing holds at most dcache_max_entries entries (module
+ * parameter, default POHMEL_DCACHE_ENTRIES; holes count) and
+ * POHMEL_DCACHE_BYTES of entries. A directory that outgrows them is not
+ * cached (a listing being read is dropped, a kept one that our own create
+ * would push past them is forgotten): it is listed and looked up through
+ * the server, correct, only slower. Names are found through a hash index
+ * (open addressing on the name hash), so n creates in one directory cost
+ * O(n), not O(n^2) scans of the listing.
  */
 #include <linux/dcache.h>
 #include <linux/fs.h>
+#include <linux/moduleparam.h>
 #include <linux/slab.h>
 #include <linux/stringhash.h>
 
@@ -37,6 +47,13 @@
 
 #define POHMEL_READDIR_BYTES	(64 * 1024)
 #define POHMEL_RELIST_MAX	128
+#define POHMEL_DCACHE_ENTRIES	16384
+#define POHMEL_DCACHE_BYTES	(2 << 20)
+
+static unsigned int dcache_max = POHMEL_DCACHE_ENTRIES;
+module_param_named(dcache_max_entries, dcache_max, uint, 0644);
+MODULE_PARM_DESC(dcache_max_entries,
+		 "largest directory listing kept in memory, in entries (default 16384)");
 
 struct pohmel_dcache {
 	struct kref ref;
@@ -45,6 +62,8 @@ struct pohmel_dcache {
 	u32 cap;
 	u32 count;			/* entries, holes included */
 	u8 *buf;			/* struct dc_ent, each padded to 8 */
+	u32 *index;			/* offset + 1 of an entry, 0: free */
+	u32 slots;			/* of index: a power of 2, >= 2 * count */
 };
 
 struct dc_ent {
@@ -87,6 +106,7 @@ static void dcache_release(struct kref *ref)
 	struct pohmel_dcache *dc = container_of(ref, struct pohmel_dcache,
 						ref);
 
+	kvfree(dc->index);
 	kvfree(dc->buf);
 	kfree(dc);
 }
@@ -97,13 +117,54 @@ void pohmel_dcache_put(struct pohmel_dcache *dc)
 		kref_put(&dc->ref, dcache_release);
 }
 
-/* Append an entry; false (and the listing is no longer usable) on ENOMEM. */
+static struct dc_ent *dc_at(struct pohmel_dcache *dc, u32 off)
+{
+	return (struct dc_ent *)(dc->buf + off);
+}
+
+static void index_put(u32 *index, u32 slots, u32 hash, u32 off)
+{
+	u32 i = hash & (slots - 1);
+
+	while (index[i])
+		i = (i + 1) & (slots - 1);
+	index[i] = off + 1;
+}
+
+/* Room in the index for one more entry: at most half full. */
+static bool index_grow(struct pohmel_dcache *dc)
+{
+	u32 slots = max_t(u32, dc->slots, 64), off;
+	u32 *index;
+
+	if (dc->slots && 2 * (dc->count + 1) <= dc->slots)
+		return true;
+	while (2 * (dc->count + 1) > slots)
+		slots *= 2;
+	index = kvcalloc(slots, sizeof(*index), GFP_KERNEL);
+	if (!index)
+		return false;
+	for (off = 0; off < dc->len; off += DC_ENT_SIZE(dc_at(dc, off)->namelen))
+		index_put(index, slots, dc_at(dc, off)->hash, off);
+	kvfree(dc->index);
+	dc->index = index;
+	dc->slots = slots;
+	return true;
+}
+
+/*
+ * Append an entry; false (and the listing is no longer usable) on ENOMEM
+ * or past the bounds (see the top).
+ */
 static bool dcache_append(struct pohmel_dcache *dc, const char *name,
 			  u32 namelen, const struct pohmel_foid *oid, u8 type)
 {
 	u32 need = DC_ENT_SIZE(namelen);
 	struct dc_ent *e;
 
+	if (dc->count >= READ_ONCE(dcache_max) ||
+	    dc->len + need > POHMEL_DCACHE_BYTES || !index_grow(dc))
+		return false;
 	if (dc->len + need > dc->cap) {
 		u32 cap = max_t(u32, 2 * dc->cap, 4096);
 		u8 *nb;
@@ -127,6 +188,7 @@ static bool dcache_append(struct pohmel_dcache *dc, const char *name,
 	e->namelen = namelen;
 	e->type = type;
 	memcpy(e->name, name, namelen);
+	index_put(dc->index, dc->slots, e->hash, dc->len);
 	dc->len += need;
 	dc->count++;
 	return true;
@@ -136,15 +198,17 @@ static bool dcache_append(struct pohmel_dcache *dc, const char *name,
 static struct dc_ent *dcache_find(struct pohmel_dcache *dc, const char *name,
 				  u32 namelen, bool holes)
 {
-	u32 hash = full_name_hash(NULL, name, namelen), off = 0;
+	u32 hash = full_name_hash(NULL, name, namelen), i, n = 0;
 	struct dc_ent *e;
 
-	while (off < dc->len) {
-		e = (struct dc_ent *)(dc->buf + off);
+	if (!dc->slots)
+		return NULL;
+	for (i = hash & (dc->slots - 1); dc->index[i] && n < dc->slots;
+	     i = (i + 1) & (dc->slots - 1), n++) {
+		e = dc_at(dc, dc->index[i] - 1);
 		if ((holes || !e->dead) && e->hash == hash &&
 		    e->namelen == namelen && !memcmp(e->name, name, namelen))
 			return e;
-		off += DC_ENT_SIZE(e->namelen);
 	}
 	return NULL;
 }

@@ -185,11 +185,14 @@ int pohmel_rpc_remove(struct pohmel_conn *c, u16 op,
 int pohmel_rpc_setattr(struct pohmel_conn *c, const struct pohmel_foid *oid,
 		       const struct pohmel_sattr *sa, struct pohmel_fattr *fa)
 {
+	u32 fh = sa->valid & POHMEL_SET_HANDLE ? POHMEL_SETATTR_FH_SIZE : 0;
+	struct pohmel_setattr_fh *t;
 	struct pohmel_setattr *b;
 	struct pohmel_req *req;
 	int err;
 
-	req = pohmel_req_alloc(c, POHMEL_OP_SETATTR, POHMEL_SETATTR_SIZE, true);
+	req = pohmel_req_alloc(c, POHMEL_OP_SETATTR, POHMEL_SETATTR_SIZE + fh,
+			       true);
 	if (!req)
 		return -ENOMEM;
 	b = pohmel_req_append(req, POHMEL_SETATTR_SIZE);
@@ -201,6 +204,10 @@ int pohmel_rpc_setattr(struct pohmel_conn *c, const struct pohmel_foid *oid,
 	b->size = cpu_to_be64(sa->size);
 	put_time(&b->atime, &sa->atime);
 	put_time(&b->mtime, &sa->mtime);
+	if (fh) {
+		t = pohmel_req_append(req, fh);
+		t->handle = cpu_to_be64(sa->handle);
+	}
 	err = call(c, req);
 	if (err)
 		return err;
@@ -393,7 +400,7 @@ ssize_t pohmel_rpc_read(struct pohmel_conn *c, const struct pohmel_foid *oid,
 {
 	const struct pohmel_io_reply *r;
 	struct pohmel_req *req;
-	u32 n;
+	size_t n, copied;
 	int err;
 
 	req = io_req(c, POHMEL_OP_READ, oid, handle, off, count, 0, 0);
@@ -405,10 +412,15 @@ ssize_t pohmel_rpc_read(struct pohmel_conn *c, const struct pohmel_foid *oid,
 	r = (const void *)req->rbuf;
 	reply_attr(req, &r->attr, fa);
 	n = be32_to_cpu(r->count);
-	if (copy_to_iter(req->rbuf + POHMEL_IO_REPLY_SIZE, n, to) != n)
-		n = -EFAULT;
+	copied = copy_to_iter(req->rbuf + POHMEL_IO_REPLY_SIZE, n, to);
 	pohmel_req_put(req);
-	return n;
+	/*
+	 * A fault in the user's buffer ends the read where it hit: the
+	 * bytes before it count (a short read), none at all is -EFAULT.
+	 */
+	if (copied < n && !copied)
+		return -EFAULT;
+	return copied;
 }
 
 /* Write @count bytes from @from at @off; returns bytes written. */

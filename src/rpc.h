@@ -48,6 +48,7 @@ struct pohmel_sattr {
 	u64 size;
 	struct timespec64 atime;
 	struct timespec64 mtime;
+	u64 handle;			/* with POHMEL_SET_HANDLE */
 };
 
 struct pohmel_fstatfs {

@@ -113,13 +113,15 @@ int pohmel_session_handshake(struct pohmel_conn *c, struct socket *sock)
 	struct pohmel_auth auth;
 	u8 nonce_c[POHMEL_NONCE_LEN], mac[POHMEL_MAC_LEN];
 	u8 attr[POHMEL_ATTR_SIZE];
-	u64 want = s->keylen ? POHMEL_FEAT_AUTH : 0, feat;
+	u64 want = 0, feat;
 	int err;
 
+	if (s->keylen)
+		want |= POHMEL_FEAT_AUTH;
 	if (c->grants)
 		want |= POHMEL_FEAT_GRANTS | POHMEL_FEAT_RELEASE;
-	if (!s->no_stable)
-		want |= POHMEL_FEAT_STABLE;
+	if (!s->proto10)
+		want |= POHMEL_FEAT_STABLE | POHMEL_FEAT_FD_ACCESS;
 	get_random_bytes(nonce_c, sizeof(nonce_c));
 	memset(&hello, 0, sizeof(hello));
 	hello.magic = cpu_to_be32(POHMEL_MAGIC);
@@ -139,8 +141,8 @@ int pohmel_session_handshake(struct pohmel_conn *c, struct socket *sock)
 		c->why = "the answer to HELLO is not pohmeld's (wrong port?)";
 	if (err == -EOPNOTSUPP && (want & POHMEL_FEAT_STABLE)) {
 		/* a 1.0 server refuses bits it does not know: ask again */
-		s->no_stable = true;
-		c->why = "pohmeld 1.0 has no FEAT_STABLE: fsync may not survive a server crash";
+		s->proto10 = true;
+		c->why = "pohmeld 1.0: no FEAT_STABLE (fsync may not survive a server crash) and no FEAT_FD_ACCESS";
 		return -EAGAIN;
 	}
 	if (err)

@@ -465,6 +465,18 @@ int pc_setattr(struct pc *c, const struct woid *o, uint32_t valid,
 					size, at, mt), a);
 }
 
+/* ftruncate: the size changed through open handle @handle (1.1) */
+int pc_setattr_fh(struct pc *c, const struct woid *o, uint64_t size,
+		  uint64_t handle, struct wattr *a)
+{
+	uint32_t n = pc_enc_setattr(BODY(c), o,
+				    POHMEL_SET_SIZE | POHMEL_SET_HANDLE, 0, 0,
+				    0, size, NULL, NULL);
+
+	put64(BODY(c) + n, handle);
+	return call_attr(c, POHMEL_OP_SETATTR, n + POHMEL_SETATTR_FH_SIZE, a);
+}
+
 int pc_readdir(struct pc *c, const struct woid *dir, uint64_t cookie,
 	       uint32_t maxbytes, pc_dirent_fn fn, void *arg, bool *eof,
 	       uint64_t *next)

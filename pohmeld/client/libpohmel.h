@@ -142,6 +142,8 @@ int pc_setattr(struct pc *c, const struct woid *o, uint32_t valid,
 	       uint32_t mode, uint32_t uid, uint32_t gid, uint64_t size,
 	       const struct wtime *at, const struct wtime *mt,
 	       struct wattr *a);
+int pc_setattr_fh(struct pc *c, const struct woid *o, uint64_t size,
+		  uint64_t handle, struct wattr *a);
 typedef int (*pc_dirent_fn)(void *arg, const char *name,
 			    const struct wattr *a, uint64_t cookie);
 int pc_readdir(struct pc *c, const struct woid *dir, uint64_t cookie,

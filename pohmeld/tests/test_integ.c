@@ -496,6 +496,54 @@ static void t_suid(void)
 }
 
 /*
+ * An open handle carries the access it was opened with (1.1): the owner
+ * of a file just made with mode 0 opens it with OPEN_CREATED, and a size
+ * change through a handle open for writing needs no write permission.
+ */
+static void t_fd_access(void)
+{
+	struct wattr d, f, a;
+	struct pc u, v;
+	uint64_t h, hr;
+	uint32_t n;
+
+	CHECK(pc_mkobj(&c, POHMEL_OP_MKDIR, &root, "fda", 0777, 0, 0, NULL,
+		       &d, NULL) == 0 &&
+	      pc_setattr(&c, &d.oid, POHMEL_SET_MODE, 0777, 0, 0, 0, NULL, NULL,
+			 NULL) == 0, "fd access: a 0777 directory");
+	CHECK(cl_open(&u, &sp, 1000, 1000) == 0 && cl_open(&v, &sp, 1001, 1001) == 0,
+	      "fd access: connect as uid 1000 and 1001");
+	CHECK(pc_mkobj(&u, POHMEL_OP_CREATE, &d.oid, "f", 0, 0, 0, NULL, &f,
+		       NULL) == 0 && (f.mode & 07777) == 0,
+	      "fd access: uid 1000 creates a mode-0 file");
+	CHECK(pc_open(&u, &f.oid, POHMEL_OPEN_WRITE, &h, &a) == EACCES,
+	      "fd access: a plain OPEN for writing -> EACCES");
+	CHECK(pc_open(&v, &f.oid, POHMEL_OPEN_WRITE | POHMEL_OPEN_CREATED, &h,
+		      &a) == EACCES,
+	      "fd access: OPEN_CREATED by another user -> EACCES");
+	CHECK(pc_open(&u, &f.oid, POHMEL_OPEN_WRITE | POHMEL_OPEN_CREATED, &h,
+		      &a) == 0 && pc_write(&u, &f.oid, h, 0, "abc", 3, 0, &n) == 0 &&
+	      n == 3, "fd access: OPEN_CREATED by the owner, then WRITE");
+	CHECK(pc_setattr(&u, &f.oid, POHMEL_SET_SIZE, 0, 0, 0, 1, NULL, NULL,
+			 NULL) == EACCES,
+	      "fd access: SETATTR size without the handle -> EACCES");
+	CHECK(pc_setattr_fh(&u, &f.oid, 8192, h, &a) == 0 && a.size == 8192 &&
+	      pc_setattr_fh(&u, &f.oid, 1, h, &a) == 0 && a.size == 1,
+	      "fd access: SETATTR size through the handle grows and shrinks");
+	CHECK(pc_open(&u, &f.oid, POHMEL_OPEN_READ | POHMEL_OPEN_CREATED, &hr,
+		      &a) == 0 && pc_setattr_fh(&u, &f.oid, 0, hr, &a) == EBADF,
+	      "fd access: through a read-only handle -> EBADF");
+	CHECK(pc_setattr_fh(&v, &f.oid, 0, h, &a) == EBADF,
+	      "fd access: another session's handle -> EBADF");
+	pc_close(&u, &f.oid, hr);
+	pc_close(&u, &f.oid, h);
+	pc_bye(&u);
+	pc_bye(&v);
+	cl_close(&u);
+	cl_close(&v);
+}
+
+/*
  * The change attribute moves with every modification, even several
  * within one tick of ctime, stays put without one, and never comes
  * back after a restart (t_change_restart).
@@ -636,6 +684,7 @@ int main(int argc, char **argv)
 	t_errors();
 	t_symlink_times();
 	t_suid();
+	t_fd_access();
 	t_change();
 	CHECK(server_fds() == fds, "no fd leaked by %d requests (%d fds)",
 	      (int)c.tag, fds);

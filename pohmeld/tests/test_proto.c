@@ -147,9 +147,25 @@ static void requests(void)
 	      m.atime.nsec == 999999999 && m.mtime.sec == 5000000000LL &&
 	      m.mtime.nsec == 1, "SETATTR round trip (64-bit, negative secs)");
 	framing(POHMEL_OP_SETATTR, b, n, "SETATTR");
-	n = pc_enc_setattr(b, &o, 0x100, 0, 0, 0, 0, NULL, NULL);
+	n = pc_enc_setattr(b, &o, 0x200, 0, 0, 0, 0, NULL, NULL);
 	CHECK(parse(POHMEL_OP_SETATTR, b, n) == EOPNOTSUPP,
 	      "SETATTR unknown valid bit EOPNOTSUPP");
+	/* 1.1: SET_HANDLE brings an 8-byte handle after the body */
+	n = pc_enc_setattr(b, &o, POHMEL_SET_SIZE | POHMEL_SET_HANDLE, 0, 0, 0,
+			   5, NULL, NULL);
+	put64(b + n, 0x1234);
+	CHECK(parse(POHMEL_OP_SETATTR, b, n) == PROTO_DROP,
+	      "SETATTR SET_HANDLE without the handle drops");
+	CHECK(parse(POHMEL_OP_SETATTR, b, n + POHMEL_SETATTR_FH_SIZE) == 0 &&
+	      m.handle == 0x1234 && m.size == 5,
+	      "SETATTR SET_HANDLE round trip");
+	framing(POHMEL_OP_SETATTR, b, n + POHMEL_SETATTR_FH_SIZE,
+		"SETATTR SET_HANDLE");
+	n = pc_enc_setattr(b, &o, POHMEL_SET_MODE | POHMEL_SET_HANDLE, 0, 0, 0,
+			   0, NULL, NULL);
+	put64(b + n, 0x1234);
+	CHECK(parse(POHMEL_OP_SETATTR, b, n + POHMEL_SETATTR_FH_SIZE) == EINVAL,
+	      "SETATTR SET_HANDLE without SET_SIZE EINVAL");
 	at.nsec = 1000000000;
 	n = pc_enc_setattr(b, &o, POHMEL_SET_ATIME, 0, 0, 0, 0, &at, NULL);
 	CHECK(parse(POHMEL_OP_SETATTR, b, n) == EINVAL, "nsec >= 1e9 EINVAL");
@@ -212,7 +228,10 @@ static void requests(void)
 	CHECK(parse(POHMEL_OP_OPEN, b, n) == 0 && m.flags == 3,
 	      "OPEN round trip");
 	framing(POHMEL_OP_OPEN, b, n, "OPEN");
-	n = pc_enc_open(b, &o, 4);
+	n = pc_enc_open(b, &o, POHMEL_OPEN_WRITE | POHMEL_OPEN_CREATED);
+	CHECK(parse(POHMEL_OP_OPEN, b, n) == 0 && m.flags == 6,
+	      "OPEN CREATED (1.1) accepted");
+	n = pc_enc_open(b, &o, 8);
 	CHECK(parse(POHMEL_OP_OPEN, b, n) == EOPNOTSUPP, "OPEN bad flag");
 	n = pc_enc_handle(b, &o, 0xabcdef);
 	CHECK(parse(POHMEL_OP_CLOSE, b, n) == 0 && m.handle == 0xabcdef,

@@ -88,7 +88,7 @@ static void put16(uint8_t *p, uint16_t v) { p[0] = v >> 8; p[1] = v; }
 static void put64(uint8_t *p, uint64_t v) { put32(p, v >> 32); put32(p + 4, (uint32_t)v); }
 
 /* ---- scenarios ----------------------------------------------------------- */
-enum when { W_ANY, W_ATTR, W_DIRENT, W_READ, W_SEQ, W_HELLO, W_AUTH, W_CONN };
+enum when { W_ANY, W_ATTR, W_DIRENT, W_READ, W_SEQ, W_HELLO, W_AUTH, W_CONN, W_ENTRY };
 struct scenario {
 	const char *name;
 	enum when when;		/* which reply it applies to */
@@ -112,6 +112,8 @@ static const struct scenario scenarios[] = {
 	{ "attr-id0", W_ATTR, 1, "attr with object id 0" },
 	{ "attr-type", W_ATTR, 1, "attr of a known object (id and gen seen before) with another (valid) type" },
 	{ "attr-nlink0", W_ATTR, 0, "every attr says nlink 0" },
+	{ "entry-alias", W_ENTRY, 1, "CREATE reply naming a directory the client has (its id and gen, type kept)" },
+	{ "entry-alias-dir", W_ENTRY, 1, "MKDIR reply naming a directory the client has under another name" },
 	{ "dirent-namelen", W_DIRENT, 1, "readdir entry name length past the end" },
 	{ "dirent-count", W_DIRENT, 1, "readdir count larger than the entries" },
 	{ "dirent-name", W_DIRENT, 1, "readdir entry name with a '/'" },
@@ -163,6 +165,8 @@ static FILE *logf;
 #define SEEN_MAX 4096
 static struct { uint64_t id, gen; } seen[SEEN_MAX];
 static size_t nseen;
+/* entry-alias*: the directory the client was last told of */
+static uint64_t dir_id, dir_gen;
 
 static void on_usr1(int sig)
 {
@@ -280,7 +284,14 @@ static void see_attr(const uint8_t *m, uint16_t op, uint32_t len)
 	const uint8_t *a = m + HDR;
 
 	if (len < ATTR || get32(m + H_STATUS) || (get16(m + H_FLAGS) & HF_SERVER) ||
-	    (!attr_op(op) && op != OP_AUTH) || seen_attr(a) || nseen == SEEN_MAX)
+	    (!attr_op(op) && op != OP_AUTH))
+		return;
+	/* (a MKDIR's is the new directory: entry-alias-dir's own reply) */
+	if ((get32(a + A_MODE) & 0170000) == 0040000 && op != OP_MKDIR) {
+		dir_id = get64(a + A_ID);
+		dir_gen = get64(a + A_GEN);
+	}
+	if (seen_attr(a) || nseen == SEEN_MAX)
 		return;
 	seen[nseen].id = get64(a + A_ID);
 	seen[nseen].gen = get64(a + A_GEN);
@@ -356,6 +367,9 @@ static int applies(const struct conn *c, const uint8_t *m, uint16_t op, uint32_t
 		return rop == OP_READ && len >= 128 && !get32(m + H_STATUS);
 	case W_SEQ:
 		return 0;	/* from_client() and from_server() do it */
+	case W_ENTRY:
+		return rop == (strcmp(sc->name, "entry-alias") ? OP_MKDIR : OP_CREATE) &&
+		       len >= 2 * ATTR && !get32(m + H_STATUS) && dir_id;
 	default:
 		return 1;
 	}
@@ -429,6 +443,13 @@ static void hostile_reply(struct conn *c, uint8_t *m, uint32_t len, uint16_t op)
 		uint32_t mode = get32(b + A_MODE);
 
 		put32(b + A_MODE, (mode & 0170000) == 0040000 ? 0100644 : 0040755);
+		to_client(c, m, HDR + len);
+	} else if (!strcmp(n, "entry-alias") || !strcmp(n, "entry-alias-dir")) {
+		say("fired %s: object %llu/%llu named as directory %llu/%llu", n,
+		    (unsigned long long)get64(b + A_ID), (unsigned long long)get64(b + A_GEN),
+		    (unsigned long long)dir_id, (unsigned long long)dir_gen);
+		put64(b + A_ID, dir_id);
+		put64(b + A_GEN, dir_gen);
 		to_client(c, m, HDR + len);
 	} else if (!strcmp(n, "attr-nlink0")) {
 		put32(b + A_NLINK, 0);

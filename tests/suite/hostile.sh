@@ -70,6 +70,8 @@ bad-status errno
 status-internal errno
 attr-type errno
 attr-nlink0 errno
+entry-alias detect
+entry-alias-dir detect
 reorder recover
 flood recover
 hdr-close recover
@@ -196,6 +198,8 @@ scenario() {
 	fi
 	opts=soft,timeo=2
 	[ "$class" = rehello ] && opts=soft,timeo=20
+	# the lie must reach its call: a loaded host must not time it out first
+	case $sc in entry-alias*) opts=soft,timeo=20 ;; esac
 	# window: the held call must not time out (and so free the window)
 	if [ "$sc" = stall-hard ] || [ "$class" = window ]; then opts=hard; fi
 
@@ -268,6 +272,16 @@ scenario() {
 		fi ;;
 	esac
 	[ -z "$r1" ] || diag "during the attack: $(echo $r1)"
+	case $sc in entry-alias*)
+		diag "$(grep 'named as directory' "$hlog")" "$(grep '^# made' <<<"$r1")"
+		# the object made under the lie is not a directory we had
+		if grep -q '^alias 0$' <<<"$r1" && grep -q '^relist 0$' <<<"$r1"; then
+			pass "$name: the new name is not a second name of an existing directory, which still lists its entries"
+		else
+			fail "$name: the new name is not a second name of an existing directory, which still lists its entries"
+			diag "$(grep -E '^(alias|relist)' <<<"$r1")"
+		fi ;;
+	esac
 	if [ "$class" = window ]; then
 		# "(D past it, window 1024)": how far past the held seq it went
 		local past

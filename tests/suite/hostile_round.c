@@ -80,6 +80,48 @@ static int write_file(const char *path, const uint8_t *p, size_t len, int sync)
 	return err;
 }
 
+/*
+ * Is @ino one of the directories a lying entry reply could name: @dir/d,
+ * @dir, or an ancestor of @dir on the same mount? -1: a stat failed.
+ */
+static int known_dir(const char *dir, const struct stat *obj)
+{
+	char p[4096];
+	struct stat st;
+	int i;
+
+	snprintf(p, sizeof(p), "%s/d", dir);
+	if (stat(p, &st))
+		return -1;
+	if (st.st_ino == obj->st_ino)
+		return 1;
+	snprintf(p, sizeof(p), "%s", dir);
+	for (i = 0; i < 32 && strlen(p) + 4 < sizeof(p); i++) {
+		if (stat(p, &st))
+			return -1;
+		if (st.st_dev != obj->st_dev)
+			break;
+		if (st.st_ino == obj->st_ino)
+			return 1;
+		strcat(p, "/..");
+	}
+	return 0;
+}
+
+/* names f1..f5 listed in @dir */
+static int count_small(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d)))
+		n += strlen(e->d_name) == 2 && e->d_name[0] == 'f' && e->d_name[1] >= '1' && e->d_name[1] <= '5';
+	if (d)
+		closedir(d);
+	return n;
+}
+
 int do_round(int argc, char **argv)
 {
 	const char *dir, *name;
@@ -215,6 +257,28 @@ int do_round(int argc, char **argv)
 	report("create", write_file(p, (const uint8_t *)"", 0, 0));
 	alarm(20);
 	report("unlink", unlink(p) ? errno : 0);
+
+	if (!strncmp(name, "entry-alias", 11)) {
+		/* what a lying entry reply made must not be a directory we had */
+
+		alarm(20);
+		if (!strcmp(name, "entry-alias-dir")) {
+			snprintf(p, sizeof(p), "%s/m.%s.%d", dir, name, n);
+			report("mkdir", mkdir(p, 0755) ? errno : 0);
+		} else {
+			snprintf(p, sizeof(p), "%s/new.%s.%d", dir, name, n);
+		}
+		/* (refused, the call failed: no name here is as good) */
+		err = stat(p, &st) ? errno : 0;
+		report("alias", err == ENOENT ? 0 : err ? err : known_dir(dir, &st) ? -1 : 0);
+		if (!err && n == 1)
+			printf("# made ino %llu\n", (unsigned long long)st.st_ino);
+		if (!strcmp(name, "entry-alias-dir"))
+			rmdir(p);
+		/* and the directory it named still lists what it holds */
+		snprintf(q, sizeof(q), "%s/d", dir);
+		report("relist", count_small(q) == 5 ? 0 : -1);
+	}
 
 	alarm(20);
 	err = 0;

@@ -777,6 +777,8 @@ int main(int argc, char **argv)
 	test_xattr_acl();
 	test_locks();
 	test_io();
+	test_bigmsg();
+	test_dcache_cap();
 	test_readdir();
 	return tap_done();
 }

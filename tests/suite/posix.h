@@ -24,6 +24,8 @@ void test_xattr_acl(void);
 void test_locks(void);
 void test_readdir(void);
 void test_io(void);		/* O_DIRECT, fsync, mmap, statfs */
+void test_bigmsg(void);		/* 1 MiB messages under fragmentation (guest) */
+void test_dcache_cap(void);	/* the bound on a kept listing (guest) */
 
 #define UID_A 1000
 #define GID_A 1000

@@ -440,6 +440,46 @@ void test_locks(void)
 
 /* ---- O_DIRECT, fsync, mmap, statfs ------------------------------------- */
 
+/*
+ * O_DIRECT into/from a 3-page buffer whose middle page is PROT_NONE on
+ * @fd (@size bytes, the first page equal to @exp): at most the first
+ * page moves (a short count) or -1 EFAULT, and the offset moves by
+ * exactly what was returned. Once read returned 2^32 - EFAULT.
+ */
+static void odirect_fault(int fd, off_t size, const unsigned char *exp)
+{
+	unsigned char *b = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct stat st;
+	ssize_t n;
+
+	if (b == MAP_FAILED || mprotect(b + 4096, 4096, PROT_NONE))
+		die("odirect_fault: mmap");
+	lseek(fd, 0, SEEK_SET);
+	n = read(fd, b, 3 * 4096);
+	int err = errno;
+	off_t pos = lseek(fd, 0, SEEK_CUR);
+	tap_check((n == -1 && err == EFAULT) || (n >= 0 && n <= 4096 && !memcmp(b, exp, n)),
+		  "odirect: read into a buffer with a hole: short or EFAULT (%zd, %s)", n, strerror(err));
+	tap_check(pos == (n > 0 ? n : 0) && pos <= 4096,
+		  "odirect: read with a hole moves the offset by its count (%lld)",
+		  (long long)pos);
+	memset(b, 'f', 4096);
+	lseek(fd, size, SEEK_SET);
+	n = write(fd, b, 3 * 4096);
+	err = errno;
+	pos = lseek(fd, 0, SEEK_CUR);
+	tap_check((n == -1 && err == EFAULT) || (n >= 0 && n <= 4096),
+		  "odirect: write from a buffer with a hole: short or EFAULT (%zd, %s)", n, strerror(err));
+	if (fstat(fd, &st))
+		st.st_size = -1;
+	tap_check(pos == size + (n > 0 ? n : 0) && st.st_size == pos,
+		  "odirect: write with a hole moves offset and size by its count (%lld, size %lld)",
+		  (long long)pos, (long long)st.st_size);
+	if (n > 0)
+		ftruncate(fd, size);
+	munmap(b, 3 * 4096);
+}
+
 void test_io(void)
 {
 	struct stat st;
@@ -470,6 +510,7 @@ void test_io(void)
 		tap_check(pread(fd, r, 8192, 4096) == 8192 && !memcmp(r, "buffered", 8) &&
 			  !memcmp(r + 8, exp + 4096 + 8, 8192 - 8),
 			  "odirect: sees a buffered write made on mount 2");
+		odirect_fault(fd, 22 * 4096, exp);
 		free(exp);
 		close(fd);
 	}

@@ -13,12 +13,43 @@ static mode_t mode_of(const char *path)
 	return stat(path, &st) < 0 ? (mode_t)-1 : st.st_mode;
 }
 
+/*
+ * An open fd carries the access it was opened with: a file made with
+ * open(O_CREAT | O_RDWR, 0) is still truncated and written through that
+ * fd, as on ext4, while truncate(path) checks the mode (0). Runs as UID_B.
+ */
+static void fd_access(void)
+{
+	struct stat st;
+	int fd = open(p1("pm/open/b0"), O_CREAT | O_EXCL | O_RDWR, 0);
+	int e = errno;
+
+	tap_check(fd >= 0, "fd access: open(O_CREAT | O_RDWR, 0) as uid %d (%s)", UID_B, fd < 0 ? strerror(e) : "ok");
+	if (fd < 0)
+		return;
+	CHECK_OK(ftruncate(fd, 0), "fd access: ftruncate(fd, 0) of a mode-0 file through its O_RDWR fd");
+	CHECK_OK(ftruncate(fd, 8192), "fd access: growing ftruncate through the fd");
+	tap_check(pwrite(fd, "abc", 3, 100) == 3, "fd access: write through the fd");
+	CHECK_OK(ftruncate(fd, 4096), "fd access: shrinking ftruncate after the write");
+	CHECK_OK(fsync(fd), "fd access: fsync of the written fd");
+	int ok = fstat(fd, &st) == 0 && st.st_size == 4096;
+	if (stat(p2("pm/open/b0"), &st))
+		memset(&st, 0xff, sizeof(st));
+	tap_check(ok && st.st_size == 4096 && (st.st_mode & 07777) == 0,
+		  "fd access: size 4096 and mode 0 on mount 2 (size %lld mode %o)", (long long)st.st_size,
+		  st.st_mode & 07777);
+	CHECK_ERR(truncate(p1("pm/open/b0"), 0), EACCES, "fd access: truncate(path) of the mode-0 file -> EACCES");
+	CHECK_ERR(truncate(p2("pm/open/b0"), 0), EACCES, "fd access: truncate(path) via mount 2 -> EACCES");
+	close(fd);
+}
+
 /* runs as UID_B/GID_B, not a member of GID_A */
 static int as_b(void *arg)
 {
 	(void)arg;
 	struct stat st;
 	char buf[16];
+	fd_access();
 	CHECK_ERR(open(p1("pm/rootdir/new"), O_CREAT | O_WRONLY, 0644), EACCES,
 		  "perm: create in another user's 0755 dir -> EACCES");
 	CHECK_ERR(open(p2("pm/rootdir/new"), O_CREAT | O_WRONLY, 0644), EACCES,
@@ -160,6 +191,9 @@ void test_perm(void)
 	tap_check(rc == 0, "perm: checks as uid %d ran (status %d)", UID_B, rc);
 	tap_check(stat(p1("pm/open/bfile"), &st) == 0 && st.st_gid == GID_B && st.st_uid == UID_B,
 		  "perm: chgrp by the owner seen by root on mount 1");
+	char b0[4096];
+	tap_check(read_file(p2("pm/open/b0"), b0, sizeof(b0)) == 4096 && !memcmp(b0 + 100, "abc", 3) && !b0[99] &&
+		  !b0[4095], "fd access: the write through the mode-0 file's fd, read by root via mount 2");
 	/* written through mount 2: mount 1's pages of them are recalled */
 	bad = mkfile("pm/open/a0600", UID_A, GID_A, 0600);
 	bad |= mkfile("pm/open/a0200", UID_A, GID_A, 0200);
