@@ -142,7 +142,7 @@ int pohmel_session_handshake(struct pohmel_conn *c, struct socket *sock)
 	if (err == -EOPNOTSUPP && (want & POHMEL_FEAT_STABLE)) {
 		/* a 1.0 server refuses bits it does not know: ask again */
 		s->proto10 = true;
-		c->why = "pohmeld 1.0: no FEAT_STABLE (fsync may not survive a server crash) and no FEAT_FD_ACCESS";
+		c->why = "pohmeld 1.0: without FEAT_STABLE, fsync may not survive a server crash";
 		return -EAGAIN;
 	}
 	if (err)
