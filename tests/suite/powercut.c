@@ -157,11 +157,17 @@ static int nfid;
 static struct name names[NNAMES + NDIRS];
 static int failures, notes;
 
-static void finding(const char *fmt, ...)
+/* Findings by kind, for the summary line. */
+static const char *const kinds[] = { "name", "data", "size", "reply", "dir", "stray" };
+enum { K_NAME, K_DATA, K_SIZE, K_REPLY, K_DIR, K_STRAY, K_N };
+static int by_kind[K_N];
+
+static void finding(int kind, const char *fmt, ...)
 {
 	va_list ap;
 
-	printf("powercut: FAIL cycle %d seed %llu mode %s: ", cycle, seed0, mode);
+	by_kind[kind]++;
+	printf("powercut: FAIL [%s] cycle %d seed %llu mode %s: ", kinds[kind], cycle, seed0, mode);
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);
@@ -235,7 +241,7 @@ static char boot_id[64];
 static int ctl_connect(char *id, size_t idlen)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(CTL_PORT) };
-	struct timeval tv = { 2, 0 };
+	struct timeval tv = { 0, 700000 };
 	char line[128];
 	int one = 1, s, n = 0;
 
@@ -345,9 +351,9 @@ static int one_op(int *after)
 		if (!(cond)) { \
 			snprintf(desc, sizeof(desc), __VA_ARGS__); \
 			if (!*after) \
-				finding("%s: %s (before the crash)", desc, strerror(errno)); \
+				finding(K_REPLY, "%s: %s (before the crash)", desc, strerror(errno)); \
 			else if (pre) \
-				finding("%s: %s after the crash, although every earlier namespace change was acknowledged (applied twice or lost)", desc, strerror(errno)); \
+				finding(K_REPLY, "%s: %s after the crash, although every earlier namespace change was acknowledged (applied twice or lost)", desc, strerror(errno)); \
 			else \
 				note("%s: %s after the crash (an unacknowledged change it depended on may be lost)", desc, strerror(errno)); \
 		} \
@@ -459,6 +465,32 @@ static int one_op(int *after)
 #undef CRASHED
 }
 
+static const char *kind_name(int kind, int fid, char *buf, size_t len)
+{
+	if (kind == FILE_ && fid >= 0) {
+		snprintf(buf, len, "file %d", fid);
+		return buf;
+	}
+	return kind == ABSENT ? "absent" : kind == DIR_ ? "a directory" :
+	       kind == FILE_ ? "a file" : "something else";
+}
+
+/* "absent* -> file 3 -> absent*": the states of n from index `from`, the
+ * acknowledged ones starred. */
+static const char *history(const struct name *n, int from)
+{
+	static char out[2048];
+	char one[32];
+	size_t l = 0;
+
+	out[0] = 0;
+	for (int k = from; k < n->n && l + 40 < sizeof(out); k++)
+		l += snprintf(out + l, sizeof(out) - l, "%s%s%s", k > from ? " -> " : "",
+			      kind_name(n->h[k].kind, n->h[k].fid, one, sizeof(one)),
+			      n->h[k].acked ? "*" : "");
+	return out;
+}
+
 /* --- the check ------------------------------------------------------------------- */
 
 static unsigned char rbuf[FILE_SPAN + MAXLEN];
@@ -548,7 +580,7 @@ static void check_cycle(void)
 	struct dirent *e;
 
 	if (stat(cdir, &st)) {
-		finding("%s (made stable by mkdir, fsync of its parent and sync) is missing: %s",
+		finding(K_DIR, "%s (made stable by mkdir, fsync of its parent and sync) is missing: %s",
 			cdir, strerror(errno));
 		return;
 	}
@@ -560,7 +592,7 @@ static void check_cycle(void)
 		for (int i = 0; i < NNAMES + NDIRS && !known; i++)
 			known = !strcmp(e->d_name, names[i].s);
 		if (!known)
-			finding("unexpected name %s/%s", cdir, e->d_name);
+			finding(K_STRAY, "unexpected name %s/%s", cdir, e->d_name);
 	}
 	if (d)
 		closedir(d);
@@ -587,17 +619,14 @@ static void check_cycle(void)
 		}
 		if (ok)
 			continue;
-		const struct nstate *s = &n->h[from];
-
 		if (why[0])
-			finding("%s/%s: file %d: %s", cdir, n->s, tested, why);
+			finding(strncmp(why, "size", 4) ? K_DATA : K_SIZE,
+				"%s/%s: file %d: %s; name states: %s", cdir, n->s, tested, why,
+				history(n, from));
 		else
-			finding("%s is %s; acknowledged state: %s%s (history of %d states, %d after it)",
-				n->s, found == ABSENT ? "absent" : found == DIR_ ? "a directory" :
-				found == FILE_ ? "a file" : "something else",
-				s->kind == ABSENT ? "absent" : s->kind == DIR_ ? "a directory" : "file ",
-				s->kind == FILE_ ? (snprintf(why, sizeof(why), "%d", s->fid), why) : "",
-				n->n, n->n - 1 - from);
+			finding(K_NAME, "%s/%s is %s; allowed: its states from the last acknowledged one on: %s",
+				cdir, n->s, kind_name(found, -1, why, sizeof(why)),
+				history(n, from));
 	}
 }
 
@@ -617,7 +646,7 @@ static int run_cycle(void)
 	char old[64];
 	int after = 0, ops = 0, ack_mode = rnd_below(2), refsync = rnd_below(2);
 	int crash_at = 3 + rnd_below(40), rfd, f0 = failures;
-	double t0 = now(), back;
+	double t0 = now(), back, t_work, t_post;
 	pthread_t th;
 
 	mode = ack_mode ? "ack" : "async";
@@ -669,6 +698,7 @@ static int run_cycle(void)
 	if (!ack_mode)
 		pthread_join(th, NULL);
 	jlog("crash sent after %d ops", ops);
+	t_work = now() - t0;
 	if (wait_reboot(old, &back)) {
 		printf("powercut: cycle %d: the server VM did not come back in 300 s\n", cycle);
 		return -1;
@@ -699,11 +729,12 @@ static int run_cycle(void)
 		printf("powercut: cycle %d: remount failed\n", cycle);
 		return -1;
 	}
+	t_post = now() - t0 - t_work - back;
 	check_cycle();
-	printf("powercut: cycle %d mode %s: %d ops, %d writes, %d files, crash %s, server back in %.1fs, %s, %s; cycle %.1fs\n",
+	printf("powercut: cycle %d mode %s: %d ops, %d writes, %d files, crash %s, %s, %s; workload %.1fs, server back in %.1fs, refsync+close+remount %.1fs, cycle %.1fs\n",
 	       cycle, mode, ops, nwr, nfid, ack_mode ? "after an acknowledgement" : "asynchronous",
-	       back, refsync ? "re-fsynced after" : "no fsync after", failures == f0 ? "ok" : "FAILED",
-	       now() - t0);
+	       refsync ? "re-fsynced after" : "no fsync after", failures == f0 ? "ok" : "FAILED",
+	       t_work, back, t_post, now() - t0);
 	fflush(stdout);
 	return failures != f0;
 }
@@ -746,7 +777,10 @@ int main(int argc, char **argv)
 		if (r && !keep_going)
 			break;
 	}
-	printf("powercut: %d of %d cycles found losses (%d findings, %d notes), seed %llu, %.1fs\n",
-	       bad, cycle < cycles ? cycle + 1 : cycles, failures, notes, seed0, now() - t0);
+	printf("powercut: %d of %d cycles found losses (%d findings:", bad,
+	       cycle < cycles ? cycle + 1 : cycles, failures);
+	for (int k = 0; k < K_N; k++)
+		printf(" %s %d", kinds[k], by_kind[k]);
+	printf("; %d notes), seed %llu, %.1fs\n", notes, seed0, now() - t0);
 	return failures ? 1 : 0;
 }
