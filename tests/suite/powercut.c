@@ -4,7 +4,12 @@
  * a pohmel mount of the server VM, whose control port resets that machine
  * without sync ('b' -> sysrq b).
  *
- *   powercut -m MNT -s SERVER_IP -n CYCLES -S SEED [-k] [-j JOURNAL]
+ *   powercut -m MNT -s SERVER_IP -n CYCLES -S SEED [-k] [-j JOURNAL] [-c kill]
+ *
+ * -c kill: the "crash" kills pohmeld only and restarts it (the machine's
+ * page cache survives). That is the checker's control: everything the
+ * server applied survives, so a finding there is a replay bug or a bug of
+ * this checker, never a durability gap.
  *
  * Each cycle works in a new directory MNT/cNNN (made stable first: mkdir,
  * fsync of MNT, sync), with one thread issuing random operations:
@@ -271,10 +276,15 @@ static int ctl_connect(char *id, size_t idlen)
 	return 0;
 }
 
+/* 'b': reset the server machine; 'k': kill pohmeld only (-c kill). */
+static char crash_cmd = 'b';
 static void crash(void)
 {
-	if (write(ctl_fd, "b", 1) != 1)
+	if (write(ctl_fd, &crash_cmd, 1) != 1)
 		fprintf(stderr, "powercut: sending the crash: %s\n", strerror(errno));
+	/* The control server serves one connection at a time. */
+	close(ctl_fd);
+	ctl_fd = -1;
 }
 
 /* Wait for a boot id other than the one before the crash. */
@@ -641,12 +651,30 @@ static int remount(void)
 	return system(cmd);
 }
 
+/* A failing cycle's operations, from the journal (at most 200 lines). */
+static void dump_journal(long from)
+{
+	char line[512];
+	int n = 0;
+	FILE *f = fopen(jpath, "r");
+
+	if (!f || fseek(f, from, SEEK_SET)) {
+		if (f)
+			fclose(f);
+		return;
+	}
+	while (fgets(line, sizeof(line), f) && n++ < 200)
+		printf("powercut: journal: %s", line);
+	fclose(f);
+}
+
 static int run_cycle(void)
 {
 	char old[64];
 	int after = 0, ops = 0, ack_mode = rnd_below(2), refsync = rnd_below(2);
 	int crash_at = 3 + rnd_below(40), rfd, f0 = failures;
 	double t0 = now(), back, t_work, t_post;
+	long jstart;
 	pthread_t th;
 
 	mode = ack_mode ? "ack" : "async";
@@ -669,6 +697,7 @@ static int run_cycle(void)
 	if (rfd >= 0)
 		close(rfd);
 	sync();
+	jstart = jf ? ftell(jf) : 0;
 	jlog("cycle %d mode %s crash_at %d refsync %d", cycle, mode, crash_at, refsync);
 	snprintf(old, sizeof(old), "%s", boot_id);
 	if (!ack_mode) {
@@ -735,6 +764,8 @@ static int run_cycle(void)
 	       cycle, mode, ops, nwr, nfid, ack_mode ? "after an acknowledgement" : "asynchronous",
 	       refsync ? "re-fsynced after" : "no fsync after", failures == f0 ? "ok" : "FAILED",
 	       t_work, back, t_post, now() - t0);
+	if (failures != f0)
+		dump_journal(jstart);
 	fflush(stdout);
 	return failures != f0;
 }
@@ -744,7 +775,7 @@ int main(int argc, char **argv)
 	int c, bad = 0;
 	double t0 = now();
 
-	while ((c = getopt(argc, argv, "m:s:n:S:kj:")) != -1) {
+	while ((c = getopt(argc, argv, "m:s:n:S:kj:c:")) != -1) {
 		switch (c) {
 		case 'm': mnt = optarg; break;
 		case 's': srv = optarg; break;
@@ -752,8 +783,9 @@ int main(int argc, char **argv)
 		case 'S': seed0 = strtoull(optarg, NULL, 0); break;
 		case 'k': keep_going = 1; break;
 		case 'j': jpath = optarg; break;
+		case 'c': crash_cmd = strcmp(optarg, "kill") ? 'b' : 'k'; break;
 		default:
-			fprintf(stderr, "usage: powercut -m MNT -s SERVER_IP -n CYCLES -S SEED [-k] [-j JOURNAL]\n");
+			fprintf(stderr, "usage: powercut -m MNT -s SERVER_IP -n CYCLES -S SEED [-k] [-j JOURNAL] [-c kill]\n");
 			return 2;
 		}
 	}
@@ -767,7 +799,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "powercut: no control connection to %s:%d\n", srv, CTL_PORT);
 		return 2;
 	}
-	printf("powercut: seed %llu, %d cycles, server boot %s\n", seed0, cycles, boot_id);
+	printf("powercut: seed %llu, %d cycles, crash by %s, server boot %s\n", seed0, cycles,
+	       crash_cmd == 'b' ? "machine reset (sysrq b)" : "killing pohmeld", boot_id);
 	for (cycle = 0; cycle < cycles; cycle++) {
 		int r = run_cycle();
 

@@ -4,9 +4,10 @@
 # to the server VM, mounts its pohmeld (hard mount) on /mnt/pc and runs
 # $POHMEL_TESTBIN/powercut, which crashes the server VM CYCLES times and
 # checks what survived.
-#   powercut.sh CYCLES SEED KEEP_GOING
+#   powercut.sh CYCLES SEED KEEP_GOING CRASH
+# CRASH: reset (the server machine, sysrq b) or kill (pohmeld only).
 set -u
-cycles=${1:-10} seed=${2:-1} keep_going=${3:-0}
+cycles=${1:-10} seed=${2:-1} keep_going=${3:-0} crash=${4:-reset}
 SRV=10.77.0.1 MNT=/mnt/pc
 
 modprobe virtio_net || { echo "powercut: modprobe virtio_net failed"; exit 125; }
@@ -32,7 +33,7 @@ echo "powercut: server VM up after $(($(date +%s) - t0)) s"
 mkdir -p "$MNT"
 mount -t pohmel -o hard "$SRV:/" "$MNT" || { echo "powercut: mount failed"; dmesg | tail; exit 125; }
 "$POHMEL_TESTBIN/powercut" -m "$MNT" -s "$SRV" -n "$cycles" -S "$seed" \
-	${keep_going:+$([ "$keep_going" = 1 ] && echo -k)}
+	-c "$crash" $([ "$keep_going" = 1 ] && echo -k)
 rc=$?
 umount "$MNT" || { echo "powercut: final umount failed"; [ "$rc" != 0 ] || rc=1; }
 exit "$rc"

@@ -12,11 +12,14 @@
  *      on the console, and restarts nothing: if it dies the console says so;
  *   5. once pohmeld accepts connections on 127.0.0.1:7349, serves the
  *      control port 7351: every connection gets one line
- *      "pcvm BOOT_ID\n", then each byte read is a command:
+ *      "pcvm BOOT_ID/N\n" (N counts pohmeld restarts of this boot), then
+ *      each byte read is a command:
  *        'b'  echo b > /proc/sysrq-trigger: immediate reset, no sync, no
  *             unmount (what a power cut leaves on the disk);
+ *        'k'  SIGKILL pohmeld and start it again (a daemon crash: the
+ *             machine's page cache survives; the checker's control run);
  *        'p'  reply "pong\n" (liveness).
- *      The client side tells a reboot happened by a new BOOT_ID.
+ *      The client side tells a crash happened by a new BOOT_ID/N.
  * Everything goes to the console (ttyS0), prefixed "pcvm:".
  */
 #define _GNU_SOURCE
@@ -152,7 +155,8 @@ static double uptime(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static pid_t pohmeld_pid;
+static volatile pid_t pohmeld_pid;
+static int restarts;
 
 static void reap(int sig)
 {
@@ -164,6 +168,43 @@ static void reap(int sig)
 		if (p == pohmeld_pid)
 			say("pohmeld exited (status 0x%x)", st);
 	}
+}
+
+static void start_pohmeld(void)
+{
+	pid_t pid = fork();
+	int i;
+
+	if (pid == 0) {
+		char *argv[] = { "/pohmeld", "-c", "/pohmeld.conf", "-s",
+				 "/data/state", NULL };
+		char *envp[] = { "PATH=/", NULL };
+
+		signal(SIGCHLD, SIG_DFL);
+		execve("/pohmeld", argv, envp);
+		say("exec /pohmeld: %s", strerror(errno));
+		_exit(127);
+	}
+	pohmeld_pid = pid;
+	for (i = 0; i < 600 && !port_open(POHMELD_PORT); i++)
+		sleep_ms(50);
+	if (i == 600)
+		say("pohmeld is not listening after 30 s");
+}
+
+/* 'k': a crash of the daemon only (reaped quietly: pohmeld_pid is 0). */
+static void kill_pohmeld(void)
+{
+	pid_t pid = pohmeld_pid;
+	int i;
+
+	pohmeld_pid = 0;
+	kill(pid, SIGKILL);
+	for (i = 0; i < 600 && kill(pid, 0) == 0; i++)
+		sleep_ms(20);
+	restarts++;
+	start_pohmeld();
+	say("pohmeld killed and restarted (%d)", restarts);
 }
 
 static void serve_control(const char *boot_id)
@@ -185,7 +226,8 @@ static void serve_control(const char *boot_id)
 			continue;
 		setsockopt(cs, IPPROTO_TCP, 1 /* TCP_NODELAY */, &one,
 			   sizeof(one));
-		snprintf(hello, sizeof(hello), "pcvm %s\n", boot_id);
+		snprintf(hello, sizeof(hello), "pcvm %s/%d\n", boot_id,
+			 restarts);
 		if (write(cs, hello, strlen(hello)) < 0) {
 			close(cs);
 			continue;
@@ -195,6 +237,8 @@ static void serve_control(const char *boot_id)
 			if (c == 'b') {
 				/* No say(): not even a console write first. */
 				write_file("/proc/sysrq-trigger", "b");
+			} else if (c == 'k') {
+				kill_pohmeld();
 			} else if (c == 'p') {
 				if (write(cs, "pong\n", 5) < 0)
 					break;
@@ -246,21 +290,7 @@ int main(void)
 	if_up("lo", "127.0.0.1", "255.0.0.0");
 	if_up("eth0", "10.77.0.1", "255.255.255.0");
 
-	pohmeld_pid = fork();
-	if (pohmeld_pid == 0) {
-		char *argv[] = { "/pohmeld", "-c", "/pohmeld.conf", "-s",
-				 "/data/state", NULL };
-		char *envp[] = { "PATH=/", NULL };
-
-		signal(SIGCHLD, SIG_DFL);
-		execve("/pohmeld", argv, envp);
-		say("exec /pohmeld: %s", strerror(errno));
-		_exit(127);
-	}
-	for (i = 0; i < 600 && !port_open(POHMELD_PORT); i++)
-		sleep_ms(50);
-	if (i == 600)
-		say("pohmeld is not listening after 30 s");
+	start_pohmeld();
 	serve_control(boot_id);
 	return 0;
 }
