@@ -357,9 +357,11 @@ static int one_op(int *after)
 #define CRASHED() (*after = *after || __atomic_load_n(&crashed, __ATOMIC_SEQ_CST))
 	/* Unexpected results: a finding if what the call depended on was stable. */
 #define CHECK(cond, ...) do { \
+		int e_ = errno; \
 		CRASHED(); \
 		if (!(cond)) { \
 			snprintf(desc, sizeof(desc), __VA_ARGS__); \
+			errno = e_; \
 			if (!*after) \
 				finding(K_REPLY, "%s: %s (before the crash)", desc, strerror(errno)); \
 			else if (pre) \
