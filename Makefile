@@ -30,7 +30,7 @@ SUITE_ARGS_FULL ?= --scale 4 --set POHMEL_READDIR_N=10000 \
 	--set POHMEL_STRESS_SECONDS=60 --set POHMEL_TOOLS_TREE=/usr/include
 export POHMEL_CACHE
 
-.PHONY: all deps server check check-full check-host check-qemu demo shell deb rpm \
+.PHONY: all deps server check check-full check-host check-qemu check-powercut demo shell deb rpm \
 	bench bench-server fuzz clean help
 
 all: server
@@ -41,6 +41,7 @@ help:
 	@echo "make check-full make check with the suite at full sizes (hours)"
 	@echo "make check-host host tier only (server, protocol, fuzz smoke, checkpatch)"
 	@echo "make check-qemu QEMU tier only (SUITES=\"$(SUITES)\")"
+	@echo "make check-powercut  server VM power-cut test (POWERCUT_SUITES, POWERCUT_CYCLES)"
 	@echo "make demo       boot $(DEMO_SUITE), serve, mount, show a session"
 	@echo "make shell      boot $(DEMO_SUITE) interactively with the export mounted"
 	@echo "make deb rpm    build the packages into $(POHMEL_CACHE)/out"
@@ -88,6 +89,18 @@ check-qemu:
 	echo "check-qemu: kernel matrix $$([ $$m = 0 ] && echo passed || echo FAILED)," \
 		"packaging tier $$([ $$p = 0 ] && echo passed || echo FAILED)"; \
 	[ $$m = 0 ] && [ $$p = 0 ]
+
+# Power-cut crash test (tests/qemu/powercut, issue 19 item 5): pohmeld in
+# its own VM, reset without sync at random points of a workload. Not yet
+# part of check-qemu: it fails until the durability contract of
+# pohmel_proto.h 1.1 is implemented; then check-qemu runs it as is (about
+# 3 min per kernel) and check-full with POWERCUT_CYCLES=50.
+POWERCUT_SUITES ?= bookworm sid
+POWERCUT_CYCLES ?= 10
+check-powercut:
+	@r=0; for s in $(POWERCUT_SUITES); do \
+		tests/qemu/powercut --suite $$s --cycles $(POWERCUT_CYCLES) || r=1; done; \
+	echo "check-powercut: $$([ $$r = 0 ] && echo passed || echo FAILED)"; [ $$r = 0 ]
 
 deb: deps
 	tests/pkg/build-debs
