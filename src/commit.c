@@ -14,8 +14,9 @@
  * have dropped them meanwhile, e.g. when the server's data moved after
  * its restart, and i_size may show the server's older size).
  *
- * Write-through data (O_DIRECT, appends, cache=none) is not kept: if the
- * verifier changed under it, the next commit fails with EIO instead.
+ * Write-through data (O_DIRECT, appends, cache=none) is not kept, nor
+ * are a directory's namespace changes: if the verifier changed under
+ * them, the next commit (fsync) fails with EIO instead.
  */
 #include <linux/bvec.h>
 #include <linux/cred.h>
@@ -83,7 +84,11 @@ void pohmel_unstable_add(struct inode *inode, struct pohmel_unstable *u,
 	__mark_inode_dirty(inode, I_DIRTY_DATASYNC);
 }
 
-/* An unstable write-through WRITE submitted under @gen was applied. */
+/*
+ * An unstable write-through WRITE, or a namespace change in directory
+ * @inode, submitted under @gen was applied: the next commit (fsync of
+ * the file or directory) fails with EIO if the server lost it.
+ */
 void pohmel_write_through_done(struct inode *inode, u32 gen)
 {
 	struct pohmel_inode *pi = POHMEL_I(inode);
@@ -96,7 +101,8 @@ void pohmel_write_through_done(struct inode *inode, u32 gen)
 		pi->wt_state = POHMEL_WT_LOST;
 	}
 	spin_unlock(&pi->lock);
-	__mark_inode_dirty(inode, I_DIRTY_DATASYNC);
+	if (S_ISREG(inode->i_mode))
+		__mark_inode_dirty(inode, I_DIRTY_DATASYNC);
 }
 
 bool pohmel_has_unstable(struct inode *inode)
@@ -246,7 +252,7 @@ int pohmel_commit(struct inode *inode, struct pohmel_handle *h, u32 flags,
 	     (before != after || set.wt_gen != before)))
 		lost = true;
 	if (lost) {
-		pr_warn_ratelimited("%pISpc: inode %llu: data written around the page cache before the server's restart was lost with its memory\n",
+		pr_warn_ratelimited("%pISpc: inode %llu: changes made around the page cache before the server's restart were lost with its memory\n",
 				    &pohmel_conn(inode)->addr, pi->oid.id);
 		mapping_set_error(inode->i_mapping, -EIO);
 		return -EIO;

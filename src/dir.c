@@ -246,6 +246,7 @@ static int do_create(struct inode *dir, struct dentry *dentry, u16 op,
 {
 	struct pohmel_fattr obj, pdir;
 	u32 tlen = target ? strlen(target) : 0;
+	u32 gen = pohmel_verf_gen(dir);
 	int err;
 
 	if (op != POHMEL_OP_SYMLINK) {
@@ -261,6 +262,7 @@ static int do_create(struct inode *dir, struct dentry *dentry, u16 op,
 				&obj, &pdir);
 	if (err)
 		return err;
+	pohmel_write_through_done(dir, gen);
 	err = check_new_object(dir, op == POHMEL_OP_MKDIR ? S_IFDIR :
 			       op == POHMEL_OP_SYMLINK ? S_IFLNK :
 			       op == POHMEL_OP_CREATE ? S_IFREG : mode & S_IFMT,
@@ -305,6 +307,7 @@ static int pohmel_link(struct dentry *old, struct inode *dir,
 {
 	struct inode *inode = d_inode(old);
 	struct pohmel_fattr obj, pdir;
+	u32 gen = pohmel_verf_gen(dir);
 	int err;
 
 	err = pohmel_rpc_link(pohmel_conn(dir), &POHMEL_I(inode)->oid,
@@ -312,6 +315,7 @@ static int pohmel_link(struct dentry *old, struct inode *dir,
 			      dentry->d_name.len, &obj, &pdir);
 	if (err)
 		return err;
+	pohmel_write_through_done(dir, gen);
 	pohmel_refresh_inode(dir, &pdir, POHMEL_REFRESH_OWN);
 	pohmel_refresh_inode(inode, &obj, POHMEL_REFRESH_OWN);
 	ihold(inode);
@@ -325,6 +329,7 @@ static int do_remove(struct inode *dir, struct dentry *dentry, u16 op)
 {
 	struct inode *inode = d_inode(dentry);
 	struct pohmel_fattr pdir;
+	u32 gen = pohmel_verf_gen(dir);
 	int err;
 
 	err = pohmel_rpc_remove(pohmel_conn(dir), op, &POHMEL_I(dir)->oid,
@@ -332,6 +337,7 @@ static int do_remove(struct inode *dir, struct dentry *dentry, u16 op)
 				&pdir);
 	if (err)
 		return err;
+	pohmel_write_through_done(dir, gen);
 	pohmel_refresh_inode(dir, &pdir, POHMEL_REFRESH_OWN);
 	pohmel_dcache_remove(dir, &dentry->d_name);
 	if (op == POHMEL_OP_RMDIR)
@@ -358,6 +364,7 @@ static int pohmel_rename(POHMEL_IDMAP_PARAM struct inode *odir,
 {
 	struct inode *target = d_inode(new);
 	struct pohmel_fattr obj, pdir;
+	u32 gen = pohmel_verf_gen(odir);
 	u32 wflags = 0;
 	int err;
 
@@ -373,6 +380,8 @@ static int pohmel_rename(POHMEL_IDMAP_PARAM struct inode *odir,
 				new->d_name.len, wflags, &obj, &pdir);
 	if (err)
 		return err;
+	pohmel_write_through_done(odir, gen);
+	pohmel_write_through_done(ndir, gen);
 	pohmel_refresh_inode(ndir, &pdir, POHMEL_REFRESH_OWN);
 	if (flags & RENAME_EXCHANGE) {
 		pohmel_dcache_drop(odir);

@@ -619,7 +619,7 @@ static loff_t pohmel_dir_llseek(struct file *file, loff_t off, int whence)
  * fsync(dir): the server makes the directory's entries stable (names
  * created, removed or renamed in it), as fsync(2) of a directory does
  * on ext4. Namespace changes are not buffered here, so nothing to send
- * first.
+ * first; if the server's restart lost some of them, EIO (commit.c).
  */
 static int pohmel_dir_fsync(struct file *file, loff_t start, loff_t end,
 			    int datasync)
@@ -628,8 +628,7 @@ static int pohmel_dir_fsync(struct file *file, loff_t start, loff_t end,
 	struct pohmel_fattr fa;
 	int err;
 
-	err = pohmel_rpc_fsync(pohmel_conn(dir), &POHMEL_I(dir)->oid, 0, 0,
-			       &fa);
+	err = pohmel_commit(dir, NULL, 0, &fa);
 	if (err)
 		return err;
 	return pohmel_refresh_inode(dir, &fa, 0);

@@ -18,7 +18,9 @@
  *            and started with another write verifier (another boot id,
  *            POHMELD_TEST_BOOT_ID), as after a crash of its machine; the
  *            client writes it again before fsync returns (mount 2 reads
- *            it, mountstats commit_resends moved).
+ *            it, mountstats commit_resends moved). A name created before
+ *            and likewise undone cannot be sent again: fsync of its
+ *            directory fails with EIO instead of claiming it is stable.
  */
 #include "tap.h"
 
@@ -335,10 +337,10 @@ static void test_resend(const char *w1, const char *w2)
 {
 	static unsigned char buf[4 * BIG];
 	const char *m1 = getenv("POHMEL_MNT1"), *ex = getenv("POHMEL_EXPORT");
-	char p1[4200], p2[4200], pe[4200], cmd[600];
+	char p1[4200], p2[4200], pe[4200], cmd[600], pd[4200], pn[4300], pen[4300];
 	const char *bootid = "/var/tmp/pohmel-fake-boot-id";
 	long long u0, r0, r1;
-	int fd, ok;
+	int fd, ok, dfd;
 
 	snprintf(p1, sizeof(p1), "%s/resend", w1);
 	snprintf(p2, sizeof(p2), "%s/resend", w2);
@@ -351,6 +353,14 @@ static void test_resend(const char *w1, const char *w2)
 	ok = ok && pwrite(fd, buf, sizeof(buf), 0) == (ssize_t)sizeof(buf) && close(fd) == 0;
 	if (!tap_check(ok, "restart: resend: 256 KiB written and closed"))
 		return;
+	/* a name made stable, then one that is only applied */
+	snprintf(pd, sizeof(pd), "%s/names", w1);
+	snprintf(pn, sizeof(pn), "%s/names/applied", w1);
+	snprintf(pen, sizeof(pen), "%s/%s/names/applied", ex ? ex : "", w1 + strlen(m1));
+	dfd = -1;
+	ok = mkdir(pd, 0755) == 0 && (dfd = open(pd, O_RDONLY | O_DIRECTORY)) >= 0 &&
+	     fsync(dfd) == 0 && write_file(pn, "n", 1, 0, 0644) == 0;
+	tap_check(ok, "restart: names: a directory made stable, then a name created in it");
 	tap_check(mstat(m1, "unstable_pages") >= u0 + 64,
 		  "restart: resend: its 64 pages stay pinned, not yet stable (%lld -> %lld)",
 		  u0, mstat(m1, "unstable_pages"));
@@ -358,6 +368,7 @@ static void test_resend(const char *w1, const char *w2)
 	/* what a crash of the server machine does to an unsynced write */
 	ok = truncate(pe, 1) == 0;
 	tap_check(ok, "restart: resend: the write undone in the export (%s)", pe);
+	tap_check(unlink(pen) == 0, "restart: names: the create undone in the export");
 	snprintf(cmd, sizeof(cmd),
 		 "cat /proc/sys/kernel/random/uuid > %s && systemctl set-environment POHMELD_TEST_BOOT_ID=%s",
 		 bootid, bootid);
@@ -373,6 +384,12 @@ static void test_resend(const char *w1, const char *w2)
 		  r0, r1);
 	tap_check(content_is(p2, buf, sizeof(buf)),
 		  "restart: resend: mount 2 reads the 256 KiB the server lost");
+	errno = 0;
+	tap_check(dfd >= 0 && fsync(dfd) == -1 && errno == EIO,
+		  "restart: names: fsync of the directory fails with EIO (%s)",
+		  errno ? strerror(errno) : "it returned 0");
+	if (dfd >= 0)
+		close(dfd);
 	tap_check(system("systemctl unset-environment POHMELD_TEST_BOOT_ID") == 0 &&
 		  server("restart") == 0,
 		  "restart: resend: server restarted with its own boot id");
