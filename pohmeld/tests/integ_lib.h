@@ -185,6 +185,23 @@ static inline long proc_status(pid_t pid, const char *key)
 	return v;
 }
 
+/* Does base/NAME.log (server NAME's log) have a line containing TEXT? */
+static inline bool server_log_has(const char *name, const char *text)
+{
+	char path[512], line[1024];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s.log", base, name);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, text) != NULL;
+	fclose(f);
+	return found;
+}
+
 /* rm -rf base; 0 on success. */
 static inline int remove_base(void)
 {

@@ -606,22 +606,6 @@ static long queued_max(void)
 	return n;
 }
 
-static bool log_has(const char *name, const char *text)
-{
-	char p[300], line[512];
-	bool found = false;
-	FILE *f;
-
-	snprintf(p, sizeof(p), "%s/%s.log", base, name);
-	f = fopen(p, "r");
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, text) != NULL;
-	fclose(f);
-	return found;
-}
-
 static void t_overflow(void)
 {
 	struct pc a;
@@ -702,7 +686,7 @@ static void t_overflow(void)
 	dt = now_s() - t0;
 	CHECK(all, "after the overflow A is recalled on all it holds: ov, "
 	      "ov/o5, ov/quiet, ov/y (%.3f s)", dt);
-	CHECK(log_has("local2", "overflow"), "pohmeld logged the overflow");
+	CHECK(server_log_has("local2", "overflow"), "pohmeld logged the overflow");
 
 	/* Local changes are seen again. */
 	drain(&a);

@@ -71,22 +71,6 @@ static int cl_want(struct pc *c, uint64_t want)
 	return err;
 }
 
-static bool log_has(const char *name, const char *text)
-{
-	char path[512], line[1024];
-	bool found = false;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s.log", base, name);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, text) != NULL;
-	fclose(f);
-	return found;
-}
-
 static void t_verifier(void)
 {
 	uint8_t want[16], first[16];
@@ -137,7 +121,7 @@ static void t_verifier(void)
 	      "boot_id unreadable: a nonzero verifier of its own");
 	memcpy(want, c.verifier, 16);
 	cl_close(&c);
-	CHECK(log_has("stable-nobootid", "the write verifier is random"),
+	CHECK(server_log_has("stable-nobootid", "the write verifier is random"),
 	      "and the log says why");
 	CHECK(stop_server(&sp) == 0 &&
 	      start_server("stable-nobootid2", conf_text, &sp) == 0 &&

@@ -110,6 +110,22 @@ static int fsync_retry(int fd, int secs)
 	return rc;
 }
 
+/*
+ * A new file with one byte written and fsynced: its WRITE's reply gave
+ * this mount EXCL, so what is written next stays in the page cache.
+ * The descriptor, or -1 after a failed check named @what.
+ */
+static int create_excl(const char *path, const char *what)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	int ok = fd >= 0 && write(fd, "x", 1) == 1 && fsync(fd) == 0;
+
+	tap_check(ok, "restart: %s", what);
+	if (!ok && fd >= 0)
+		close(fd);
+	return ok ? fd : -1;
+}
+
 static void test_keep(const char *w2, const char *ws, const char *smnt)
 {
 	long long c0, c1;
@@ -120,10 +136,9 @@ static void test_keep(const char *w2, const char *ws, const char *smnt)
 	snprintf(ps, sizeof(ps), "%s/keep", ws);
 	snprintf(p2, sizeof(p2), "%s/keep", w2);
 	fill_pattern(buf, sizeof(buf), 19, 0);
-	fd = open(ps, O_RDWR | O_CREAT | O_TRUNC, 0644);
-	if (!tap_check(fd >= 0 && write(fd, "x", 1) == 1 && fsync(fd) == 0,
-		       "restart: keep: create, write and fsync on the soft mount"))
-		goto out;
+	fd = create_excl(ps, "keep: create, write and fsync on the soft mount");
+	if (fd < 0)
+		return;
 	/* buffered under the WRITE's EXCL grant: nothing sent yet */
 	c0 = mstat(smnt, "write");
 	tap_check(pwrite(fd, buf, sizeof(buf), 0) == (ssize_t)sizeof(buf),
@@ -152,9 +167,7 @@ static void test_keep(const char *w2, const char *ws, const char *smnt)
 		 mstat(smnt, "timeouts"));
 	tap_check(content_is(p2, buf, sizeof(buf)),
 		  "restart: keep: mount 2 reads the 64 KiB the failed fsync could not write");
-out:
-	if (fd >= 0)
-		close(fd);
+	close(fd);
 }
 
 /* one byte from @fd within @secs, or 0 */
@@ -183,10 +196,9 @@ static void test_killed(const char *w1, const char *w2)
 	snprintf(p1, sizeof(p1), "%s/killed", w1);
 	snprintf(p2, sizeof(p2), "%s/killed", w2);
 	fill_pattern(buf, sizeof(buf), 23, 0);
-	fd = open(p1, O_RDWR | O_CREAT | O_TRUNC, 0644);
-	if (!tap_check(fd >= 0 && write(fd, "y", 1) == 1 && fsync(fd) == 0,
-		       "restart: killed: create, write and fsync"))
-		goto out;
+	fd = create_excl(p1, "killed: create, write and fsync");
+	if (fd < 0)
+		return;
 	if (pipe(up) || pipe(down))
 		die("pipe: %s", strerror(errno));
 	pid = fork();
@@ -230,9 +242,7 @@ static void test_killed(const char *w1, const char *w2)
 close_pipes:
 	close(up[0]);
 	close(down[1]);
-out:
-	if (fd >= 0)
-		close(fd);
+	close(fd);
 }
 
 #define EV_FILES	64
