@@ -137,59 +137,75 @@ static bool wb_transient(int err)
 	       err == -ENOMEM || err == -EAGAIN;
 }
 
-static void wb_flush(struct wb_batch *b)
+/*
+ * One WRITE of @len bytes at @pos from @nr whole folios, as the opener of
+ * a handle for writing if one is open (not as the flusher thread); the
+ * reply refreshes @inode. Returns the bytes written or -errno.
+ * Writeback and commit.c's resend after a server restart both use it.
+ */
+ssize_t pohmel_write_folios(struct inode *inode, struct folio **folios,
+			    unsigned int nr, loff_t pos, size_t len, u32 flags)
 {
-	struct inode *inode = b->inode;
-	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
-	struct pohmel_unstable *u;
-	struct pohmel_handle *h;
-	loff_t pos, isize = i_size_read(inode);
+	struct pohmel_handle *h = pohmel_get_handle(inode, POHMEL_OPEN_WRITE);
 	const struct cred *old = NULL;
 	struct pohmel_fattr fa;
 	struct bio_vec *bv;
 	struct iov_iter it;
 	unsigned int i;
-	size_t len;
 	ssize_t n = -ENOMEM;
+
+	bv = kmalloc_array(nr, sizeof(*bv), GFP_NOFS);
+	if (!bv)
+		goto out;
+	for (i = 0; i < nr; i++) {
+		bv[i].bv_page = folio_page(folios[i], 0);
+		bv[i].bv_offset = 0;
+		bv[i].bv_len = PAGE_SIZE;
+	}
+	iov_iter_bvec(&it, ITER_SOURCE, bv, nr, len);
+	if (h)
+		old = override_creds(h->cred);
+	n = pohmel_rpc_write(pohmel_conn(inode), &POHMEL_I(inode)->oid,
+			     h ? h->handle : 0, pos, len, flags, &it, &fa);
+	if (h)
+		revert_creds(old);
+	kfree(bv);
+	if (n >= 0)
+		pohmel_refresh_inode(inode, &fa, POHMEL_REFRESH_OWN);
+out:
+	pohmel_put_handle(h);
+	return n;
+}
+
+static void wb_flush(struct wb_batch *b)
+{
+	struct inode *inode = b->inode;
+	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
+	struct pohmel_unstable *u;
+	loff_t pos, isize = i_size_read(inode);
+	unsigned int i;
+	size_t len;
+	ssize_t n = 0;		/* truncated meanwhile: nothing to write */
 	u32 flags = 0, gen;
 
 	if (!b->nr)
 		return;
 	pos = folio_pos(b->folios[0]);
 	len = min_t(loff_t, (loff_t)b->nr * PAGE_SIZE, isize - pos);
-	h = pohmel_get_handle(inode, POHMEL_OPEN_WRITE);
-	bv = kmalloc_array(b->nr, sizeof(*bv), GFP_NOFS);
 	/* nowhere to keep it until a commit: written stable instead */
 	u = pohmel_unstable_alloc(b->nr);
 	if (!u)
 		flags |= POHMEL_IO_STABLE;
 	gen = pohmel_verf_gen(inode);
-	if (bv && len > 0) {
-		for (i = 0; i < b->nr; i++) {
-			bv[i].bv_page = folio_page(b->folios[i], 0);
-			bv[i].bv_offset = 0;
-			bv[i].bv_len = PAGE_SIZE;
-		}
-		iov_iter_bvec(&it, ITER_SOURCE, bv, b->nr, len);
-		/* write as the opener, not as the flusher thread */
-		if (h)
-			old = override_creds(h->cred);
-		n = pohmel_rpc_write(&sbi->conn, &POHMEL_I(inode)->oid,
-				     h ? h->handle : 0, pos, len, flags, &it,
-				     &fa);
-		if (h)
-			revert_creds(old);
+	if (len > 0) {
+		n = pohmel_write_folios(inode, b->folios, b->nr, pos, len,
+					flags);
 		if (n >= 0) {
-			pohmel_refresh_inode(inode, &fa, POHMEL_REFRESH_OWN);
 			atomic64_add(n, &sbi->stats.bytes_written);
 			if (n < len)
 				n = -EIO;
 		}
-	} else if (len <= 0) {
-		n = 0;		/* truncated meanwhile */
 	}
-	kfree(bv);
-	pohmel_put_handle(h);
 	if (n < 0 && wb_transient(n)) {
 		/* still under writeback, so not truncated: safe to redirty */
 		for (i = 0; i < b->nr; i++)

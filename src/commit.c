@@ -18,11 +18,9 @@
  * are a directory's namespace changes: if the verifier changed under
  * them, the next commit (fsync) fails with EIO instead.
  */
-#include <linux/bvec.h>
 #include <linux/cred.h>
 #include <linux/pagemap.h>
 #include <linux/slab.h>
-#include <linux/uio.h>
 #include <linux/writeback.h>
 
 #include "pohmel.h"
@@ -44,14 +42,9 @@ struct commit_set {
 	u32 wt_gen;
 };
 
-static u32 verf_gen(struct inode *inode)
-{
-	return atomic_read(&pohmel_conn(inode)->sess.verf_gen);
-}
-
 u32 pohmel_verf_gen(struct inode *inode)
 {
-	return verf_gen(inode);
+	return atomic_read(&pohmel_conn(inode)->sess.verf_gen);
 }
 
 struct pohmel_unstable *pohmel_unstable_alloc(unsigned int nr)
@@ -144,53 +137,20 @@ static void put_back(struct pohmel_inode *pi, struct commit_set *set)
 	spin_unlock(&pi->lock);
 }
 
-/*
- * Write @u's range again from its folios, stable: the server lost it.
- * As the opener if a handle for writing is open, like writeback.
- */
+/* Write @u's range again from its folios, stable: the server lost it. */
 static int resend(struct inode *inode, struct pohmel_unstable *u)
 {
-	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
-	struct pohmel_handle *h = pohmel_get_handle(inode, POHMEL_OPEN_WRITE);
-	const struct cred *old = NULL;
-	struct pohmel_fattr fa;
-	struct bio_vec *bv;
-	struct iov_iter it;
-	unsigned int i;
 	ssize_t n;
 
 	if (!u->len)
-		goto out;
-	bv = kmalloc_array(u->nr, sizeof(*bv), GFP_NOFS);
-	if (!bv) {
-		pohmel_put_handle(h);
-		return -ENOMEM;
-	}
-	for (i = 0; i < u->nr; i++) {
-		bv[i].bv_page = folio_page(u->folios[i], 0);
-		bv[i].bv_offset = 0;
-		bv[i].bv_len = PAGE_SIZE;
-	}
-	iov_iter_bvec(&it, ITER_SOURCE, bv, u->nr, u->len);
-	if (h)
-		old = override_creds(h->cred);
-	n = pohmel_rpc_write(&sbi->conn, &POHMEL_I(inode)->oid,
-			     h ? h->handle : 0, u->pos, u->len,
-			     POHMEL_IO_STABLE, &it, &fa);
-	if (h)
-		revert_creds(old);
-	kfree(bv);
-	if (n >= 0)
-		pohmel_refresh_inode(inode, &fa, POHMEL_REFRESH_OWN);
+		return 0;
+	n = pohmel_write_folios(inode, u->folios, u->nr, u->pos, u->len,
+				POHMEL_IO_STABLE);
 	if (n >= 0 && n < u->len)
 		n = -EIO;
-	if (n < 0) {
-		pohmel_put_handle(h);
+	if (n < 0)
 		return n;
-	}
-	atomic64_add(u->nr, &sbi->stats.commit_resends);
-out:
-	pohmel_put_handle(h);
+	atomic64_add(u->nr, &POHMEL_SB(inode->i_sb)->stats.commit_resends);
 	return 0;
 }
 
@@ -226,10 +186,10 @@ int pohmel_commit(struct inode *inode, struct pohmel_handle *h, u32 flags,
 
 	take_set(pi, &set);
 	atomic64_inc(&sbi->stats.commits);
-	before = verf_gen(inode);
+	before = pohmel_verf_gen(inode);
 	err = pohmel_rpc_fsync(pohmel_conn(inode), &pi->oid,
 			       h ? h->handle : 0, flags, fa);
-	after = verf_gen(inode);
+	after = pohmel_verf_gen(inode);
 	if (err) {
 		put_back(pi, &set);
 		return err;
@@ -238,14 +198,13 @@ int pohmel_commit(struct inode *inode, struct pohmel_handle *h, u32 flags,
 	list_for_each_entry_safe(u, tmp, &set.pins, list) {
 		if (before != after || u->gen != before) {
 			err = resend(inode, u);
-			if (err)
-				break;	/* the rest goes back, still unstable */
+			if (err) {
+				/* the rest goes back, still unstable */
+				put_back(pi, &set);
+				return err;
+			}
 		}
 		unpin(inode, u);
-	}
-	if (err) {
-		set.wt_state = POHMEL_WT_NONE;
-		put_back(pi, &set);
 	}
 	if (set.wt_state == POHMEL_WT_LOST ||
 	    (set.wt_state == POHMEL_WT_PENDING &&

@@ -233,6 +233,8 @@ void pohmel_drop_idle_handles(struct inode *inode);
 /* addr.c */
 extern const struct address_space_operations pohmel_aops;
 extern const struct vm_operations_struct pohmel_vm_ops;
+ssize_t pohmel_write_folios(struct inode *inode, struct folio **folios,
+			    unsigned int nr, loff_t pos, size_t len, u32 flags);
 
 /* xattr.c */
 extern const struct xattr_handler *pohmel_xattr_handlers[];
