@@ -67,6 +67,8 @@ static const struct op_desc ops[POHMEL_OP_MAX] = {
 	[POHMEL_OP_STATS]	= { op_stats, 0 },
 	[POHMEL_OP_RECALL_ACK]	= { op_recall_ack, 0 },
 	[POHMEL_OP_RELEASE]	= { op_release, 0 },
+	[POHMEL_OP_IDRANGE]	= { op_idrange, F_SEQ },
+	[POHMEL_OP_GRANT]	= { op_grant, 0 },
 };
 
 /* Write the reply header in front of r's payload. */
@@ -103,6 +105,9 @@ bool req_bump(struct req *r, uint64_t id)
 	bool found = false;
 	int i;
 
+	/* GRANT EXCL recalls as a write does, but changes nothing */
+	if (r->m->hdr.op == POHMEL_OP_GRANT)
+		return false;
 	for (i = 0; i < r->ngm; i++)
 		if (r->gm[i].write && r->gm[i].id == id && !r->gm[i].bumped)
 			found = true;
@@ -164,6 +169,7 @@ static int run_one(struct conn *c, struct session *s, const struct msg *m,
 			goto out;
 		case SEQ_INDOUBT:
 			redo = true;
+			r.redo = true;
 			break;
 		case SEQ_NEW:
 			break;
@@ -230,7 +236,8 @@ static int do_hello(struct conn *c, const struct msg *m, uint8_t *out,
 	const uint8_t *b = m->body;
 	uint64_t feats, ours = POHMEL_FEAT_BATCH | POHMEL_FEAT_GRANTS |
 			 POHMEL_FEAT_RELEASE | POHMEL_FEAT_STABLE |
-			 POHMEL_FEAT_FD_ACCESS;
+			 POHMEL_FEAT_FD_ACCESS | POHMEL_FEAT_IDRANGE |
+			 POHMEL_FEAT_ASK_GRANT;
 	uint8_t *p = out + POHMEL_HDR_SIZE;
 	struct req r = { .m = m, .len = POHMEL_HELLO_SIZE };
 	uint32_t status = 0, max;

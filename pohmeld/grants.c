@@ -9,7 +9,8 @@
  *
  *   want SHARED: any reply carrying attrs (LOOKUP, GETATTR, READDIR and
  *                its entries, OPEN, READ, FSYNC, entry replies);
- *   want EXCL:   the object of a WRITE or SETATTR. Before it runs, every
+ *   want EXCL:   the object of a WRITE or SETATTR, or of a GRANT asking
+ *                for EXCL (a directory: the write grant). Before it runs, every
  *                other holder was recalled to NONE, so the writer is the
  *                sole holder and is upgraded.
  * What is given is capped: NONE while another connection holds EXCL or
@@ -341,6 +342,9 @@ static int targets(const struct msg *m, struct grant_mark *t)
 	case POHMEL_OP_FSYNC:
 		T(m->oid.id, false);
 		break;
+	case POHMEL_OP_GRANT:	/* EXCL: as for a WRITE, but nothing moves */
+		T(m->oid.id, m->type == POHMEL_GRANT_EXCL);
+		break;
 	case POHMEL_OP_LOOKUP:
 		T(m->oid.id, false);
 		if (atomic_load(&grant_conns))
@@ -430,7 +434,12 @@ int grants_begin(struct req *r, bool may_wait)
 	struct timespec dl = { 0 };
 	int i, n;
 
-	r->ngm = targets(r->m, r->gm);
+	/* A GRANT that op_grant will refuse recalls nobody. */
+	if (r->m->hdr.op == POHMEL_OP_GRANT &&
+	    (~r->c->features & (POHMEL_FEAT_GRANTS | POHMEL_FEAT_ASK_GRANT)))
+		r->ngm = 0;
+	else
+		r->ngm = targets(r->m, r->gm);
 	if (!r->ngm) {
 		r->since = change_now();
 		return 0;
@@ -526,6 +535,8 @@ static uint32_t want_of(const struct req *r, const struct wattr *a)
 	case POHMEL_OP_SETATTR:
 		return a->oid.id == r->m->oid.id ? POHMEL_GRANT_EXCL :
 						   POHMEL_GRANT_SHARED;
+	case POHMEL_OP_GRANT:
+		return r->m->type;
 	}
 	return POHMEL_GRANT_SHARED;
 }

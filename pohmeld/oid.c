@@ -2,14 +2,21 @@
 /*
  * oid.c - object IDs.
  *
- * id is the inode number on the export's filesystem, except that the
- * export root is POHMEL_ROOT_ID and an inode numbered POHMEL_ROOT_ID (if
- * one is exported) takes the root's inode number: a swap, so the mapping
- * stays one to one. Inode numbers survive renames and restarts.
+ * id is pohmeld's own number (idspace.c: a counter, never reused), given
+ * to an object the first time a reply names it, or chosen in advance by
+ * a client from a range delegated to it (idrange.c, oid_bind). The
+ * export root is POHMEL_ROOT_ID. The table also indexes entries by the
+ * object's inode number, which is how an object found by name (or by an
+ * inotify event) gets back its id; a state directory written when ids
+ * were inode numbers (lines without ino and gen) loads with ino = id,
+ * except for the swap the root took then (POHMEL_ROOT_ID <-> its ino).
  *
  * gen is a hash of the kernel file handle, which on ext4/xfs/btrfs/tmpfs
- * carries the inode generation: a removed and re-created object reusing
- * an inode number gets a different handle and so a different gen.
+ * carries the inode generation (an inode number reused by a new object
+ * gives it a new handle, and so a new id), or for an id from a delegated
+ * range the range's gen.
+ *
+ * Line: "id type handle-hex ino gen" (decimal, hex, decimal, decimal).
  *
  * id -> object goes through a table of file handles opened with
  * open_by_handle_at() relative to the export root. The table is appended
@@ -75,8 +82,10 @@
 #define PEND_ROUNDS	4	/* step 3 rounds before step 4 takes the rest */
 
 struct oid_ent {
-	struct oid_ent *next;
+	struct oid_ent *next;	/* in tab[slot(id)] */
+	struct oid_ent *inext;	/* in itab[slot(ino)] */
 	uint64_t id;
+	uint64_t ino;
 	uint64_t gen;
 	uint64_t seq;		/* put_seq when the handle was last set */
 	int type;
@@ -90,7 +99,7 @@ struct oid_ent {
  * Readers (every request) take it shared, registration exclusive.
  */
 static pthread_rwlock_t tab_lock = PTHREAD_RWLOCK_INITIALIZER;
-static struct oid_ent **tab;
+static struct oid_ent **tab, **itab;	/* by id, by ino; tab_size each */
 static size_t tab_size, tab_count;
 static uint64_t put_seq;
 static int log_fd = -1;
@@ -134,19 +143,14 @@ static int root_fd = -1;
 static ino_t root_ino;
 static dev_t root_dev;
 
-static uint64_t map_ino(uint64_t ino)
+/* The inode number of a legacy line's id (ids were inode numbers). */
+static uint64_t legacy_ino(uint64_t id)
 {
-	if (ino == root_ino)
-		return POHMEL_ROOT_ID;
-	if (ino == POHMEL_ROOT_ID)
+	if (id == POHMEL_ROOT_ID)
 		return root_ino;
-	return ino;
-}
-
-/* The id an inode number of the export's filesystem has. */
-uint64_t oid_id_of_ino(uint64_t ino)
-{
-	return map_ino(ino);
+	if (id == root_ino)
+		return POHMEL_ROOT_ID;
+	return id;
 }
 
 static uint64_t handle_gen(int type, const uint8_t *h, unsigned int n)
@@ -177,32 +181,51 @@ static struct oid_ent *find(uint64_t id)
 	return NULL;
 }
 
+/* Must hold tab_lock (shared or exclusive). */
+static struct oid_ent *find_ino(uint64_t ino)
+{
+	struct oid_ent *e;
+
+	for (e = itab[slot(ino)]; e; e = e->inext)
+		if (e->ino == ino)
+			return e;
+	return NULL;
+}
+
 /* Must hold tab_lock exclusively. */
 static int grow(void)
 {
 	size_t nsize = tab_size ? tab_size * 2 : 4096, i;
-	struct oid_ent **ntab, **old = tab, *e, *next;
+	struct oid_ent **ntab, **nitab, **old = tab, **oldi = itab, *e, *next;
 	size_t osize = tab_size;
 
 	ntab = calloc(nsize, sizeof(*ntab));
-	if (!ntab)
+	nitab = calloc(nsize, sizeof(*nitab));
+	if (!ntab || !nitab) {
+		free(ntab);
+		free(nitab);
 		return ENOMEM;
+	}
 	tab = ntab;
+	itab = nitab;
 	tab_size = nsize;
 	for (i = 0; i < osize; i++) {
 		for (e = old[i]; e; e = next) {
 			next = e->next;
 			e->next = tab[slot(e->id)];
 			tab[slot(e->id)] = e;
+			e->inext = itab[slot(e->ino)];
+			itab[slot(e->ino)] = e;
 		}
 	}
 	free(old);
+	free(oldi);
 	return 0;
 }
 
 /* One line of the file into line (LINE_MAX_BYTES); its length. */
 static size_t fmt_line(char *line, uint64_t id, int type, const uint8_t *h,
-		       unsigned int hlen)
+		       unsigned int hlen, uint64_t ino, uint64_t gen)
 {
 	static const char hex[] = "0123456789abcdef";
 	size_t n;
@@ -214,7 +237,9 @@ static size_t fmt_line(char *line, uint64_t id, int type, const uint8_t *h,
 		line[n++] = hex[h[i] >> 4];
 		line[n++] = hex[h[i] & 15];
 	}
-	line[n++] = '\n';
+	n += (size_t)snprintf(line + n, LINE_MAX_BYTES - n, " %llu %llu\n",
+			      (unsigned long long)ino,
+			      (unsigned long long)gen);
 	return n;
 }
 
@@ -308,7 +333,7 @@ static void log_append(const struct oid_ent *e)
 
 	if (log_fd < 0)
 		return;
-	n = fmt_line(line, e->id, e->type, e->h, e->hlen);
+	n = fmt_line(line, e->id, e->type, e->h, e->hlen, e->ino, e->gen);
 	/* O_APPEND: one write per record keeps records whole. */
 	if (write(log_fd, line, n) != (ssize_t)n) {
 		append_err = errno ? errno : EIO;
@@ -326,6 +351,12 @@ static void del_ent(struct oid_ent *e)
 {
 	struct oid_ent **pp;
 
+	for (pp = &itab[slot(e->ino)]; *pp; pp = &(*pp)->inext) {
+		if (*pp == e) {
+			*pp = e->inext;
+			break;
+		}
+	}
 	for (pp = &tab[slot(e->id)]; *pp; pp = &(*pp)->next) {
 		if (*pp == e) {
 			*pp = e->next;
@@ -336,37 +367,43 @@ static void del_ent(struct oid_ent *e)
 	}
 }
 
-/* Must hold tab_lock exclusively. Inserts or replaces id's handle. */
-static int put_ent(uint64_t id, int type, const uint8_t *h, unsigned int n,
-		   bool persist, uint64_t *gen)
+/*
+ * Must hold tab_lock exclusively. Inserts id -> (ino, handle), replacing
+ * what id had and whatever other id ino had (that object is gone: its
+ * inode number was reused, or an id was bound to it, oid_bind). gen 0:
+ * the handle's hash.
+ */
+static int put_ent(uint64_t id, uint64_t ino, int type, const uint8_t *h,
+		   unsigned int n, bool persist, uint64_t *gen)
 {
-	struct oid_ent *e = find(id);
+	struct oid_ent *e = find(id), *o = find_ino(ino);
+	uint64_t g = *gen ? *gen : handle_gen(type, h, n);
 
-	if (e && e->type == type && e->hlen == n && !memcmp(e->h, h, n)) {
-		*gen = e->gen;
+	if (e && e == o && e->type == type && e->hlen == n &&
+	    !memcmp(e->h, h, n) && e->gen == g)
 		return 0;
-	}
-	if (e && e->hlen != n) {
-		del_ent(e);	/* re-created with another handle size */
-		e = NULL;
-	}
-	if (!e) {
-		if (tab_count >= tab_size / 2 * 3 && grow())
-			return ENOMEM;
-		e = calloc(1, sizeof(*e) + n);
-		if (!e)
-			return ENOMEM;
-		e->id = id;
-		e->next = tab[slot(id)];
-		tab[slot(id)] = e;
-		tab_count++;
-	}
+	if (o && o != e)
+		del_ent(o);
+	if (e)
+		del_ent(e);
+	if (tab_count >= tab_size / 2 * 3 && grow())
+		return ENOMEM;
+	e = calloc(1, sizeof(*e) + n);
+	if (!e)
+		return ENOMEM;
+	e->id = id;
+	e->ino = ino;
+	e->next = tab[slot(id)];
+	tab[slot(id)] = e;
+	e->inext = itab[slot(ino)];
+	itab[slot(ino)] = e;
+	tab_count++;
 	e->type = type;
 	e->hlen = n;
 	memcpy(e->h, h, n);
-	e->gen = handle_gen(type, h, n);
+	e->gen = g;
 	e->seq = ++put_seq;
-	*gen = e->gen;
+	*gen = g;
 	if (persist)
 		log_append(e);
 	return 0;
@@ -376,6 +413,8 @@ static int put_ent(uint64_t id, int type, const uint8_t *h, unsigned int n,
 struct snap_ent {
 	uint64_t id;
 	uint64_t seq;
+	uint64_t ino;
+	uint64_t gen;
 	int type;
 	unsigned int hlen;
 	bool stale;
@@ -390,42 +429,143 @@ struct snap {
 static bool compact_start(struct snap *s);
 static void compact_online(struct snap *s);
 
-int oid_of_fd(int fd, const struct stat *st, struct woid *out)
+union fhandle {
+	struct file_handle fh;
+	uint8_t raw[sizeof(struct file_handle) + HANDLE_BYTES];
+};
+
+/* Must hold tab_lock: e is the object whose handle is u. */
+static bool same_handle(const struct oid_ent *e, const union fhandle *u)
 {
-	union {
-		struct file_handle fh;
-		uint8_t raw[sizeof(struct file_handle) + HANDLE_BYTES];
-	} u;
-	int mount_id, err;
+	return e->type == u->fh.handle_type && e->hlen == u->fh.handle_bytes &&
+	       !memcmp(e->h, u->fh.f_handle, e->hlen);
+}
+
+/*
+ * The object open at fd, with st its fstat: its id, registered with
+ * want (a delegated id and its gen: oid_bind) or, when want is NULL,
+ * the id it has or a new one from the counter.
+ */
+static int register_fd(int fd, const struct stat *st, const struct woid *want,
+		       uint64_t min_seq, struct woid *out)
+{
+	union fhandle u;
+	int mount_id, err = 0;
 	struct snap snap;
 	bool compact = false;
-	uint64_t id;
+	struct oid_ent *e;
+	uint64_t id, gen;
 
 	if (st->st_dev != root_dev)
 		return EXDEV;	/* another filesystem mounted inside */
 	u.fh.handle_bytes = HANDLE_BYTES;
 	if (name_to_handle_at(fd, "", &u.fh, &mount_id, AT_EMPTY_PATH))
 		return errno == EOVERFLOW ? EOPNOTSUPP : errno;
-	id = map_ino(st->st_ino);
+
+	/* Known already (nearly every call): shared lock only. */
+	pthread_rwlock_rdlock(&tab_lock);
+	e = find_ino(st->st_ino);
+	if (e && same_handle(e, &u) && (!want || e->id == want->id)) {
+		out->id = e->id;
+		out->gen = e->gen;
+		pthread_rwlock_unlock(&tab_lock);
+		return 0;
+	}
+	pthread_rwlock_unlock(&tab_lock);
+
 	pthread_rwlock_wrlock(&tab_lock);
-	err = put_ent(id, u.fh.handle_type, u.fh.f_handle, u.fh.handle_bytes,
-		      true, &out->gen);
+	e = find_ino(st->st_ino);
+	if (e && same_handle(e, &u) && (!want || e->id == want->id)) {
+		out->id = e->id;	/* registered meanwhile */
+		out->gen = e->gen;
+		goto out_unlock;
+	}
+	if (want) {
+		/* The id must be free: a delegated id names one object. */
+		if (find(want->id)) {
+			err = EEXIST;
+			goto out_unlock;
+		}
+		/* Nor may it take over an object that had an id before the
+		 * create began (min_seq): only one registered in between. */
+		if (e && same_handle(e, &u) && e->seq < min_seq) {
+			err = EEXIST;
+			goto out_unlock;
+		}
+		id = want->id;
+		gen = want->gen;
+	} else if ((uint64_t)st->st_ino == root_ino) {
+		id = POHMEL_ROOT_ID;
+		gen = 0;
+	} else {
+		err = idspace_alloc(&id);
+		if (err)
+			goto out_unlock;
+		gen = 0;
+	}
+	err = put_ent(id, st->st_ino, u.fh.handle_type, u.fh.f_handle,
+		      u.fh.handle_bytes, true, &gen);
+	out->id = id;
+	out->gen = gen;
 	if (log_fd >= 0 && !compacting && log_lines > compact_at)
 		compact = compact_start(&snap);
+out_unlock:
 	pthread_rwlock_unlock(&tab_lock);
 	if (compact)
 		compact_online(&snap);
-	out->id = id;
 	return err;
+}
+
+int oid_of_fd(int fd, const struct stat *st, struct woid *out)
+{
+	return register_fd(fd, st, NULL, 0, out);
+}
+
+/* For oid_bind's min_seq: registrations from now on have seq > this. */
+uint64_t oid_seq(void)
+{
+	uint64_t v;
+
+	pthread_rwlock_rdlock(&tab_lock);
+	v = put_seq + 1;
+	pthread_rwlock_unlock(&tab_lock);
+	return v;
+}
+
+/*
+ * Bind a delegated id (idrange.c checked that it is the caller's to
+ * use) to the object just created at fd. If a reply named the object
+ * in between (registered at min_seq or later: another request found it
+ * by name), the id given then is dropped: the creator already uses the
+ * delegated one. EEXIST if the id names another object, or the object
+ * had an id before min_seq.
+ */
+int oid_bind(int fd, const struct stat *st, const struct woid *want,
+	     uint64_t min_seq)
+{
+	struct woid got;
+
+	return register_fd(fd, st, want, min_seq, &got);
+}
+
+/* The id of the object with inode number ino, 0 if none was handed out. */
+uint64_t oid_id_of_ino(uint64_t ino)
+{
+	struct oid_ent *e;
+	uint64_t id;
+
+	pthread_rwlock_rdlock(&tab_lock);
+	e = find_ino(ino);
+	id = e ? e->id : 0;
+	pthread_rwlock_unlock(&tab_lock);
+	return id;
 }
 
 int oid_open(const struct woid *o, int *fdp, struct stat *st)
 {
-	union {
-		struct file_handle fh;
-		uint8_t raw[sizeof(struct file_handle) + HANDLE_BYTES];
-	} u;
+	union fhandle u;
 	struct oid_ent *e;
+	uint64_t ino;
 	int fd;
 
 	pthread_rwlock_rdlock(&tab_lock);
@@ -437,6 +577,7 @@ int oid_open(const struct woid *o, int *fdp, struct stat *st)
 	u.fh.handle_type = e->type;
 	u.fh.handle_bytes = e->hlen;
 	memcpy(u.fh.f_handle, e->h, e->hlen);
+	ino = e->ino;
 	pthread_rwlock_unlock(&tab_lock);
 
 	if (o->id == POHMEL_ROOT_ID)
@@ -447,7 +588,7 @@ int oid_open(const struct woid *o, int *fdp, struct stat *st)
 		return errno == ENOENT || errno == ESTALE ? ESTALE : errno;
 	if (fstat(fd, st))
 		goto err_close;
-	if (st->st_dev != root_dev || map_ino(st->st_ino) != o->id) {
+	if (st->st_dev != root_dev || (uint64_t)st->st_ino != ino) {
 		errno = ESTALE;
 		goto err_close;
 	}
@@ -504,12 +645,15 @@ static int unhex(const char *s, uint8_t *out, unsigned int max,
 	return 0;
 }
 
-/* Reload the table; a damaged line is skipped, not fatal. */
+/*
+ * Reload the table; a damaged line is skipped, not fatal. The counter
+ * goes above every id seen, stale or not (idspace_floor).
+ */
 static void load(const char *path)
 {
-	char line[64 + 2 * HANDLE_BYTES + 8];
+	char line[LINE_MAX_BYTES + 8], *sp;
 	uint8_t h[HANDLE_BYTES];
-	unsigned long long id;
+	unsigned long long id, ino, lgen;
 	int type, off;
 	unsigned int n;
 	uint64_t gen;
@@ -519,10 +663,23 @@ static void load(const char *path)
 	if (!f)
 		return;
 	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%llu %d %n", &id, &type, &off) != 2 ||
-		    unhex(line + off, h, sizeof(h), &n) || !id)
+		if (sscanf(line, "%llu %d %n", &id, &type, &off) != 2 || !id)
 			continue;
-		put_ent(id, type, h, n, false, &gen);
+		sp = strchr(line + off, ' ');
+		if (sp) {
+			/* "ino gen" after the handle */
+			if (sscanf(sp, " %llu %llu", &ino, &lgen) != 2 || !lgen)
+				continue;
+			*sp = 0;
+		} else {
+			ino = legacy_ino(id);	/* written by pohmeld <= 1.1 */
+			lgen = 0;
+		}
+		if (unhex(line + off, h, sizeof(h), &n))
+			continue;
+		idspace_floor(id);
+		gen = lgen;
+		put_ent(id, ino, type, h, n, false, &gen);
 	}
 	fclose(f);
 }
@@ -729,6 +886,8 @@ static bool compact_start(struct snap *s)
 
 			c->id = e->id;
 			c->seq = e->seq;
+			c->ino = e->ino;
+			c->gen = e->gen;
 			c->type = e->type;
 			c->hlen = e->hlen;
 			c->stale = false;
@@ -763,7 +922,8 @@ static int compact_write(int fd, struct snap *s, size_t *lines)
 			err = write_all(fd, buf, n);
 			n = 0;
 		}
-		n += fmt_line(buf + n, c->id, c->type, c->h, c->hlen);
+		n += fmt_line(buf + n, c->id, c->type, c->h, c->hlen, c->ino,
+			      c->gen);
 		(*lines)++;
 	}
 	if (!err)
@@ -943,7 +1103,16 @@ int oid_init(int rootfd, const char *state_dir)
 	}
 	snprintf(log_path, sizeof(log_path), "%s/handles", state_dir);
 	snprintf(tmp_path, sizeof(tmp_path), "%s.new", log_path);
+	err = idspace_init(state_dir);
+	if (err)
+		goto out_unlock;
 	load(log_path);
+	err = idspace_start();
+	if (err) {
+		log_err("state directory %s: cannot reserve object ids: %s",
+			state_dir, strerror(err));
+		goto out_unlock;
+	}
 	err = compact();
 	if (err)
 		log_err("state file %s: %s", log_path, strerror(err));
@@ -972,8 +1141,10 @@ void oid_fini(void)
 		}
 	}
 	free(tab);
-	tab = NULL;
+	free(itab);
+	tab = itab = NULL;
 	tab_size = tab_count = 0;
+	idspace_fini();
 	if (log_fd >= 0) {
 		fsync(log_fd);
 		close(log_fd);

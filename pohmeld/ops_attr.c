@@ -195,6 +195,39 @@ int op_getattr(struct req *r)
 	return err;
 }
 
+#ifndef SYS_faccessat2
+#define SYS_faccessat2	439	/* Linux 5.8, one number on every arch */
+#endif
+
+/*
+ * GRANT: the object's attrs, with the grant grant_fill gives for the
+ * want (grants.c want_of). EXCL lets the holder buffer changes, so it
+ * needs what they need: write access (the kernel's check for the
+ * caller's fsuid, ACLs included) on a writable export.
+ */
+int op_grant(struct req *r)
+{
+	struct stat st;
+	int fd, err;
+
+	if (!(r->c->features & POHMEL_FEAT_ASK_GRANT) ||
+	    !(r->c->features & POHMEL_FEAT_GRANTS))
+		return EOPNOTSUPP;
+	err = req_obj(r, &r->m->oid, &fd, &st);
+	if (err)
+		return err;
+	if (r->m->type == POHMEL_GRANT_EXCL) {
+		err = srv.cfg.ex.ro ? EROFS : req_caller(r);
+		if (!err && syscall(SYS_faccessat2, fd, "", W_OK,
+				    AT_EACCESS | AT_EMPTY_PATH))
+			err = errno;
+	}
+	if (!err)
+		err = attr_put_known(r, fd, &r->m->oid);
+	close(fd);
+	return err;
+}
+
 int op_lookup(struct req *r)
 {
 	struct stat st;

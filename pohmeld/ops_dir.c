@@ -173,6 +173,8 @@ int op_create(struct req *r)
 	mode_t perm = m->mode & 07777, fmt = m->mode & S_IFMT;
 	char target[POHMEL_PATH_MAX + 1];
 	int dirfd, err = 0, fd;
+	struct woid want;
+	uint64_t min_seq = 0;
 	dev_t dev = 0;
 
 	switch (m->hdr.op) {
@@ -196,6 +198,13 @@ int op_create(struct req *r)
 		target[m->dlen] = 0;
 		break;
 	}
+	if (m->flags & POHMEL_CREATE_ID) {
+		err = idr_create_check(r, &want);
+		if (err)
+			return err;
+		/* a re-run binds only an object registered by nobody */
+		min_seq = r->redo ? UINT64_MAX : oid_seq();
+	}
 	err = dir_enter(r, &m->oid, &dirfd);
 	if (err)
 		return err;
@@ -206,7 +215,9 @@ int op_create(struct req *r)
 			struct stat st;
 
 			err = errno;
-			if (err != EEXIST || m->flags & POHMEL_CREATE_EXCL)
+			/* CREATE_ID: always a new object */
+			if (err != EEXIST ||
+			    m->flags & (POHMEL_CREATE_EXCL | POHMEL_CREATE_ID))
 				break;
 			/* Not exclusive: an existing regular file is fine. */
 			if (fstatat(dirfd, m->name, &st, AT_SYMLINK_NOFOLLOW)) {
@@ -236,6 +247,11 @@ int op_create(struct req *r)
 		if (fchownat(fd, "", m->uid, m->gid, AT_EMPTY_PATH))
 			err = errno;
 		close(fd);
+		if (err)
+			goto out_dir;
+	}
+	if (m->flags & POHMEL_CREATE_ID) {
+		err = idr_create_bind(r, dirfd, m->name, &want, min_seq);
 		if (err)
 			goto out_dir;
 	}
@@ -422,6 +438,14 @@ int op_redo_done(struct req *r, int status)
 			 oid_id_of_ino(st.st_ino) != m->oid.id)
 			err = EEXIST;
 		close(fd);
+	}
+	/* a create under a delegated id: the id goes to what it made */
+	if (!err && want && m->flags & POHMEL_CREATE_ID) {
+		struct woid w;
+
+		err = idr_create_check(r, &w);
+		if (!err)
+			err = idr_create_bind(r, dirfd, name, &w, UINT64_MAX);
 	}
 	if (!err)
 		err = entry_reply(r, dirfd, name, dir);

@@ -186,7 +186,20 @@ int oid_open(const struct woid *o, int *fd, struct stat *st);
 size_t oid_count(void);
 uint64_t oid_gen_of(uint64_t id);
 uint64_t oid_id_of_ino(uint64_t ino);
+int oid_bind(int fd, const struct stat *st, const struct woid *want,
+	     uint64_t min_seq);
+uint64_t oid_seq(void);
 int oid_sync(void);
+
+/* ---- idspace.c: the object id counter, persisted ---- */
+int idspace_init(const char *state_dir);
+void idspace_floor(uint64_t id);
+int idspace_start(void);
+int idspace_alloc(uint64_t *id);
+int idspace_alloc_range(uint32_t count, uint64_t *start, uint32_t *got);
+void idspace_give_back(uint64_t start, uint32_t count);
+uint64_t idspace_next(void);
+void idspace_fini(void);
 
 /* ---- sessfile.c: session state files under STATEDIR/sessions ---- */
 int sfile_init(const char *state_dir);
@@ -224,6 +237,11 @@ uint64_t session_id(const struct session *s);
 void session_ref(struct session *s);
 void session_unref(struct session *s);
 int session_sync(struct session *s);
+struct idr_range;
+int session_idrange(struct session *s, uint32_t want, struct idr_range *got);
+int session_id_check(struct session *s, uint64_t id, bool allow_used,
+		     uint64_t *gen);
+void session_id_used(struct session *s, uint64_t id);
 int sessions_count(void);
 void sessions_fini(void);
 
@@ -331,6 +349,7 @@ struct msg {
 	uint32_t dlen;
 	uint32_t mode, rdev, flags, uid, gid, valid, count, type, pid;
 	uint64_t handle, offset, cookie, size, owner, start, len;
+	uint64_t cid;			/* CREATE_ID: the delegated id */
 	struct wtime atime, mtime;
 };
 #define PROTO_DROP	(-1)
@@ -364,6 +383,7 @@ struct req {
 	bool deferred;		/* reply sent later (LOCK WAIT) */
 	bool close_after;	/* BYE */
 	bool in_batch;		/* no LOCK WAIT inside a BATCH */
+	bool redo;		/* in doubt: a run before a restart died */
 	int ngm;
 	struct grant_mark gm[GRANT_MARKS];
 	uint64_t since;		/* change_now() as grants_begin let r run */
@@ -427,6 +447,33 @@ void grants_end(struct req *r);
 void grant_fill(struct req *r, int fd, struct wattr *a);
 int op_recall_ack(struct req *r);
 int op_release(struct req *r);
+
+/* ---- idrange.c: ids delegated to a session (IDRANGE, CREATE_ID) ---- */
+struct idr_range {
+	uint64_t start;
+	uint64_t gen;
+	uint32_t count;
+	uint32_t used;		/* ids from start spent (in order) */
+};
+/* A session's ranges with ids left; under the session's mu. */
+struct idr_set {
+	struct idr_range r[POHMEL_IDRANGE_HELD];
+	unsigned int n;
+};
+#define IDR_REC_LEN	24
+int idr_add(struct idr_set *set, uint32_t want, struct idr_range *out);
+int idr_find(const struct idr_set *set, uint64_t id, bool allow_used);
+void idr_use(struct idr_set *set, int i, uint64_t id);
+void idr_give_back(struct idr_set *set);
+const char *idr_check_rec(const struct idr_range *r);
+void idr_restore(struct idr_set *set, const struct idr_range *r);
+uint32_t idr_enc(uint8_t *b, const struct idr_range *r);
+void idr_dec(const uint8_t *b, struct idr_range *r);
+int op_idrange(struct req *r);
+int op_grant(struct req *r);
+int idr_create_check(struct req *r, struct woid *want);
+int idr_create_bind(struct req *r, int dirfd, const char *name,
+		    const struct woid *want, uint64_t min_seq);
 void grants_counts(size_t *holders, size_t *watched);
 void grants_conn_gone(struct conn *c);
 void grants_local_change(uint64_t id);

@@ -139,17 +139,27 @@ static int parse_body(struct msg *m)
 	case POHMEL_OP_MKDIR:
 	case POHMEL_OP_MKNOD:
 	case POHMEL_OP_SYMLINK:
+	{
+		uint32_t idlen;
+
 		if (m->blen < POHMEL_CREATE_SIZE)
 			return PROTO_DROP;
+		m->flags = get32(b + 24);
+		idlen = m->flags & POHMEL_CREATE_ID ? 8 : 0;
 		m->namelen = get16(b + 36);
 		m->dlen = get16(b + 38);
-		NEED(POHMEL_CREATE_SIZE + m->namelen + m->dlen);
+		NEED(POHMEL_CREATE_SIZE + idlen + m->namelen + m->dlen);
 		woid_get(b, &m->oid);
 		m->mode = get32(b + 16);
 		m->rdev = get32(b + 20);
-		m->flags = get32(b + 24);
 		m->uid = get32(b + 28);
 		m->gid = get32(b + 32);
+		if (idlen) {
+			m->cid = get64(b + POHMEL_CREATE_SIZE);
+			if (!m->cid)
+				return EINVAL;
+		}
+		b += idlen;
 		m->data = b + POHMEL_CREATE_SIZE + m->namelen;
 		err = take_name(b + POHMEL_CREATE_SIZE, m->namelen, m->name);
 		if (err)
@@ -165,6 +175,7 @@ static int parse_body(struct msg *m)
 		if (m->flags & ~POHMEL_CREATE_ALL)
 			return EOPNOTSUPP;
 		return 0;
+	}
 	case POHMEL_OP_LINK:
 		if (m->blen < POHMEL_LINK_SIZE)
 			return PROTO_DROP;
@@ -286,6 +297,24 @@ static int parse_body(struct msg *m)
 		    m->blen > POHMEL_RELEASE_MAX * POHMEL_OID_SIZE)
 			return PROTO_DROP;
 		m->count = m->blen / POHMEL_OID_SIZE;
+		return 0;
+	case POHMEL_OP_GRANT:
+		NEED(POHMEL_GRANT_REQ_SIZE);
+		woid_get(b, &m->oid);
+		m->type = get32(b + 16);	/* want */
+		if (get32(b + 20))
+			return EINVAL;
+		if (m->type != POHMEL_GRANT_SHARED &&
+		    m->type != POHMEL_GRANT_EXCL)
+			return EINVAL;
+		return 0;
+	case POHMEL_OP_IDRANGE:
+		NEED(POHMEL_IDRANGE_SIZE);
+		m->count = get32(b + 16);
+		if (get64(b) || get64(b + 8) || get32(b + 20))
+			return EINVAL;
+		if (!m->count || m->count > POHMEL_IDRANGE_MAX)
+			return EINVAL;
 		return 0;
 	case POHMEL_OP_RECALL_ACK:
 		NEED(POHMEL_RECALL_SIZE);

@@ -33,6 +33,8 @@ SIZE(pohmel_xattr, POHMEL_XATTR_SIZE);
 SIZE(pohmel_xattr_reply, POHMEL_XATTR_REPLY_SIZE);
 SIZE(pohmel_lock, POHMEL_LOCK_SIZE);
 SIZE(pohmel_recall, POHMEL_RECALL_SIZE);
+SIZE(pohmel_idrange, POHMEL_IDRANGE_SIZE);
+SIZE(pohmel_grant_req, POHMEL_GRANT_REQ_SIZE);
 
 /* Offsets wire.h and proto.c hard-code. */
 #define OFF(s, f, n) _Static_assert(offsetof(struct s, f) == (n), #s "." #f)

@@ -92,6 +92,8 @@ enum {
 	SR_OPEN,	/* slot, gen, flags, oid: a handle */
 	SR_CLOSE,	/* slot, gen: closed */
 	SR_OWNER,	/* owner fingerprint (OWNER_LEN): who created it */
+	SR_RANGE,	/* a delegated id range and how much of it is used
+			 * (idrange.c; the latest record per start wins) */
 };
 
 struct cache_ent {
@@ -142,6 +144,7 @@ struct session {
 	struct handle_ent *handles;
 	uint32_t nhandles;
 	uint32_t hgen;
+	struct idr_set idr;	/* delegated ids (IDRANGE) */
 };
 
 static pthread_mutex_t sess_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -269,6 +272,9 @@ static int rewrite(struct session *s)
 			err = sfile_append(fd, SR_OPEN, b, enc_open(b, i, h),
 					   NULL, 0);
 	}
+	for (i = 0; i < s->idr.n && !err; i++)
+		err = sfile_append(fd, SR_RANGE, b, idr_enc(b, &s->idr.r[i]),
+				   NULL, 0);
 	/* A machine crash must not leave an empty file behind a rename. */
 	if (!err && fdatasync(fd))
 		err = errno;
@@ -375,6 +381,8 @@ static bool unlist(struct session *s, bool forget)
 			s->sfd = -1;
 		}
 		sfile_remove(s->uuid, s->boot_gen);
+		/* After the file is gone: its ranges are no one's now. */
+		idr_give_back(&s->idr);
 		pthread_mutex_unlock(&s->mu);
 	}
 	struct session **pp;
@@ -631,6 +639,51 @@ int session_sync(struct session *s)
 	}
 	pthread_mutex_unlock(&s->sync_mu);
 	return err;
+}
+
+/* ---- delegated ids (idrange.c) ---- */
+
+/* IDRANGE: a new range for s, recorded before the reply. */
+int session_idrange(struct session *s, uint32_t want, struct idr_range *got)
+{
+	uint8_t b[IDR_REC_LEN];
+	int err;
+
+	pthread_mutex_lock(&s->mu);
+	err = idr_add(&s->idr, want, got);
+	if (!err)
+		rec_put(s, SR_RANGE, b, idr_enc(b, got), NULL, 0);
+	pthread_mutex_unlock(&s->mu);
+	return err;
+}
+
+/* CREATE_ID: may s use id now? Its range's gen into *gen; EINVAL if not. */
+int session_id_check(struct session *s, uint64_t id, bool allow_used,
+		     uint64_t *gen)
+{
+	int i;
+
+	pthread_mutex_lock(&s->mu);
+	i = idr_find(&s->idr, id, allow_used);
+	if (i >= 0)
+		*gen = s->idr.r[i].gen;
+	pthread_mutex_unlock(&s->mu);
+	return i >= 0 ? 0 : EINVAL;
+}
+
+/* CREATE_ID done: id and those below it in its range are spent. */
+void session_id_used(struct session *s, uint64_t id)
+{
+	uint8_t b[IDR_REC_LEN];
+	int i;
+
+	pthread_mutex_lock(&s->mu);
+	i = idr_find(&s->idr, id, true);
+	if (i >= 0) {
+		idr_use(&s->idr, i, id);
+		rec_put(s, SR_RANGE, b, idr_enc(b, &s->idr.r[i]), NULL, 0);
+	}
+	pthread_mutex_unlock(&s->mu);
 }
 
 /* BYE: end the session now; the caller still holds its attach ref. */
@@ -1050,6 +1103,14 @@ static const char *rec_check(uint32_t type, const uint8_t *b, uint32_t n)
 			return "owner length is wrong";
 		return memcmp(b, owner_id(), OWNER_LEN) ?
 		       "written for a client of another key" : NULL;
+	case SR_RANGE: {
+		struct idr_range r;
+
+		if (n != IDR_REC_LEN)
+			return "length is not 24";
+		idr_dec(b, &r);
+		return idr_check_rec(&r);
+	}
 	default:
 		return "unknown record type";
 	}
@@ -1116,6 +1177,13 @@ static void restore_rec(struct session *s, uint32_t type, const uint8_t *b,
 		if (h->gen > s->hgen)
 			s->hgen = h->gen;
 		return;
+	case SR_RANGE: {
+		struct idr_range r;
+
+		idr_dec(b, &r);
+		idr_restore(&s->idr, &r);
+		return;
+	}
 	}
 }
 

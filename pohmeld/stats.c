@@ -25,6 +25,7 @@ static const char *const names[POHMEL_OP_MAX] = {
 	[POHMEL_OP_BATCH] = "batch", [POHMEL_OP_RECALL] = "recall",
 	[POHMEL_OP_RECALL_ACK] = "recall_ack", [POHMEL_OP_BYE] = "bye",
 	[POHMEL_OP_STATS] = "stats", [POHMEL_OP_RELEASE] = "release",
+	[POHMEL_OP_IDRANGE] = "idrange", [POHMEL_OP_GRANT] = "grant",
 };
 
 const char *op_name(unsigned int op)

@@ -42,12 +42,14 @@ static void __init pohmel_check_layout(void)
 		     POHMEL_XATTR_REPLY_SIZE);
 	BUILD_BUG_ON(sizeof(struct pohmel_lock) != POHMEL_LOCK_SIZE);
 	BUILD_BUG_ON(sizeof(struct pohmel_recall) != POHMEL_RECALL_SIZE);
+	BUILD_BUG_ON(sizeof(struct pohmel_idrange) != POHMEL_IDRANGE_SIZE);
+	BUILD_BUG_ON(sizeof(struct pohmel_grant_req) != POHMEL_GRANT_REQ_SIZE);
 	/* a few offsets both sides rely on */
 	BUILD_BUG_ON(offsetof(struct pohmel_hdr, seq) != 16);
 	BUILD_BUG_ON(offsetof(struct pohmel_attr, mode) != 88);
 	BUILD_BUG_ON(offsetof(struct pohmel_hello, nonce) != 48);
 	BUILD_BUG_ON(offsetof(struct pohmel_dirent, cookie) != 120);
-	BUILD_BUG_ON(POHMEL_OP_MAX != 34);
+	BUILD_BUG_ON(POHMEL_OP_MAX != 36);
 	BUILD_BUG_ON(pohmel_groups_size(POHMEL_MAX_GROUPS) > 136);
 }
 

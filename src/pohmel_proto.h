@@ -30,7 +30,11 @@
  *   stable across server restarts and renames; gen distinguishes a removed
  *   and re-created object that reuses an id. A request whose gen does not
  *   match the live object gets ESTALE. POHMEL_ROOT_ID names the export
- *   root (its gen is learnt from the HELLO reply).
+ *   root (its gen is learnt from the HELLO reply). (1.2, clarified for
+ *   every server that offers POHMEL_FEAT_IDRANGE:) ids are the server's
+ *   own numbers, not the export's inode numbers, and an id is never
+ *   handed out twice, across server restarts and crashes too; see
+ *   "Delegated object ids" below.
  *
  * Connection life cycle
  * ---------------------
@@ -114,6 +118,23 @@
  * server may answer a replayed WRITE from its reply cache although the
  * bytes were lost).
  *
+ * Delegated object ids (POHMEL_FEAT_IDRANGE, 1.2)
+ * -----------------------------------------------
+ * IDRANGE asks for count (1..POHMEL_IDRANGE_MAX) ids in advance; the
+ * reply gives [start, start + count) (count may be smaller than asked,
+ * never 0) and the gen every object created under them will have. The
+ * ids belong to the session (they survive reconnects and server
+ * restarts with it); a session holds at most POHMEL_IDRANGE_HELD ranges
+ * with ids left (one more: EDQUOT). The client creates objects under
+ * them locally and names the id in CREATE/MKDIR/MKNOD/SYMLINK with
+ * POHMEL_CREATE_ID: the object made gets exactly (id, range gen), and
+ * its entry reply says so. Ids of one range must be used in increasing
+ * order, each at most once: an id that is not in the session's ranges,
+ * or not above the last one used from its range, gets EINVAL (nothing
+ * is created). A create that fails (EEXIST...) uses up nothing. When
+ * the session ends, what is left of its ranges goes back to the server.
+ * IDRANGE is sequenced (hdr.seq): a replay gets the same range.
+ *
  * Changelog
  * ---------
  * 1.0  first version.
@@ -122,6 +143,9 @@
  *      POHMEL_FEAT_FD_ACCESS: an open file's access is decided at OPEN,
  *      as on a local fs: POHMEL_OPEN_CREATED (open(O_CREAT, 0) that
  *      made the file) and POHMEL_SET_HANDLE (ftruncate through a handle).
+ * 1.2  POHMEL_FEAT_IDRANGE: IDRANGE, POHMEL_CREATE_ID; ids are the
+ *      server's own numbers, never reused. POHMEL_FEAT_ASK_GRANT:
+ *      GRANT, and with it the directory write grant.
  */
 #ifndef POHMEL_PROTO_H
 #define POHMEL_PROTO_H
@@ -130,7 +154,7 @@
 
 #define POHMEL_MAGIC		0x504f484dU	/* "POHM" */
 #define POHMEL_PROTO_MAJOR	1
-#define POHMEL_PROTO_MINOR	1
+#define POHMEL_PROTO_MINOR	2
 #define POHMEL_DEFAULT_PORT	7349
 
 #define POHMEL_NAME_MAX		255
@@ -156,9 +180,12 @@
 #define POHMEL_FEAT_RELEASE	(1ULL << 3)	/* POHMEL_OP_RELEASE */
 #define POHMEL_FEAT_STABLE	(1ULL << 4)	/* verifier, FSYNC_FS (1.1) */
 #define POHMEL_FEAT_FD_ACCESS	(1ULL << 5)	/* OPEN_CREATED, SET_HANDLE (1.1) */
+#define POHMEL_FEAT_IDRANGE	(1ULL << 6)	/* IDRANGE, CREATE_ID (1.2) */
+#define POHMEL_FEAT_ASK_GRANT	(1ULL << 7)	/* POHMEL_OP_GRANT (1.2) */
 #define POHMEL_FEAT_ALL		(POHMEL_FEAT_AUTH | POHMEL_FEAT_GRANTS | \
 				 POHMEL_FEAT_BATCH | POHMEL_FEAT_RELEASE | \
-				 POHMEL_FEAT_STABLE | POHMEL_FEAT_FD_ACCESS)
+				 POHMEL_FEAT_STABLE | POHMEL_FEAT_FD_ACCESS | \
+				 POHMEL_FEAT_IDRANGE | POHMEL_FEAT_ASK_GRANT)
 
 /* hdr.flags */
 #define POHMEL_HF_REPLY		0x0001	/* this is a reply to hdr.tag */
@@ -202,6 +229,8 @@ enum pohmel_op {
 	POHMEL_OP_BYE		= 31,	/* client ends its session cleanly */
 	POHMEL_OP_STATS		= 32,	/* server counters, as text */
 	POHMEL_OP_RELEASE	= 33,	/* client gives grants back */
+	POHMEL_OP_IDRANGE	= 34,	/* ids in advance (FEAT_IDRANGE) */
+	POHMEL_OP_GRANT		= 35,	/* ask for a grant (FEAT_ASK_GRANT) */
 	POHMEL_OP_MAX			/* new opcodes go above this line */
 };
 
@@ -378,12 +407,14 @@ struct pohmel_name_req {
  * UNLINK/RMDIR reply: struct pohmel_attr of the directory afterwards.
  */
 
-/* CREATE, MKDIR, MKNOD, SYMLINK: struct pohmel_create, then name, then
- * (SYMLINK only) the target of tgtlen bytes.
+/* CREATE, MKDIR, MKNOD, SYMLINK: struct pohmel_create, then (with
+ * POHMEL_CREATE_ID) a __be64 delegated id, then name, then (SYMLINK
+ * only) the target of tgtlen bytes.
  * Reply: struct pohmel_entry_reply.
  */
 #define POHMEL_CREATE_EXCL	0x1	/* fail with EEXIST if it exists */
-#define POHMEL_CREATE_ALL	POHMEL_CREATE_EXCL
+#define POHMEL_CREATE_ID	0x2	/* FEAT_IDRANGE: the new object's id */
+#define POHMEL_CREATE_ALL	(POHMEL_CREATE_EXCL | POHMEL_CREATE_ID)
 struct pohmel_create {
 	struct pohmel_oid dir;
 	__be32 mode;		/* including S_IFMT for MKNOD */
@@ -702,5 +733,48 @@ struct pohmel_recall {
  * it (they may carry grants the RELEASE ended), as after a RECALL.
  */
 #define POHMEL_RELEASE_MAX	32
+
+/*
+ * IDRANGE (with POHMEL_FEAT_IDRANGE; sequenced): struct pohmel_idrange
+ * with count asked, start and gen zero. Reply: struct pohmel_idrange,
+ * the range given. See "Delegated object ids" above.
+ */
+#define POHMEL_IDRANGE_MAX	4096
+#define POHMEL_IDRANGE_HELD	4
+struct pohmel_idrange {
+	__be64 start;
+	__be64 gen;
+	__be32 count;
+	__be32 pad;
+};
+
+#define POHMEL_IDRANGE_SIZE	24
+
+/*
+ * GRANT (with POHMEL_FEAT_ASK_GRANT and _GRANTS): struct
+ * pohmel_grant_req. The client asks for a grant instead of waiting for
+ * one to come with a reply. Reply: struct pohmel_attr of the object,
+ * whose grant is what was given: never above want, and lower (ask again
+ * later) while another connection holds it or changes it at that
+ * moment, as for any reply.
+ * want EXCL needs write access to the object (else EACCES; EROFS on a
+ * read-only export); before it is given every other holder is recalled
+ * to NONE, as for a WRITE. Asking changes nothing: attr.change stays.
+ * A directory held EXCL is a directory write grant: its holder may
+ * create, link, remove and rename entries in it locally (new objects
+ * under ids from IDRANGE) and send the changes later. Any other
+ * connection's request that reads the directory or an entry of it
+ * (LOOKUP, READDIR, GETATTR...) recalls the holder to SHARED, and one
+ * that changes it recalls it to NONE, as for every grant; the holder
+ * sends every change it made to the directory before it acks, so the
+ * requester, answered only after the ack, sees them.
+ */
+struct pohmel_grant_req {
+	struct pohmel_oid oid;
+	__be32 want;		/* POHMEL_GRANT_SHARED or _EXCL */
+	__be32 pad;
+};
+
+#define POHMEL_GRANT_REQ_SIZE	24
 
 #endif /* POHMEL_PROTO_H */

@@ -25,7 +25,8 @@ static const char * const op_names[POHMEL_OP_MAX] = {
 	[POHMEL_OP_LOCK] = "lock",	[POHMEL_OP_BATCH] = "batch",
 	[POHMEL_OP_RECALL] = "recall",	[POHMEL_OP_RECALL_ACK] = "recall_ack",
 	[POHMEL_OP_BYE] = "bye",	[POHMEL_OP_STATS] = "stats",
-	[POHMEL_OP_RELEASE] = "release",
+	[POHMEL_OP_RELEASE] = "release", [POHMEL_OP_IDRANGE] = "idrange",
+	[POHMEL_OP_GRANT] = "grant",
 };
 
 #define S(name, v) seq_printf(m, "\t" name ": %lld\n", (long long)atomic64_read(v))

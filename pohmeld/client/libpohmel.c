@@ -101,6 +101,7 @@ bool pc_op_has_seq(uint16_t op)
 	case POHMEL_OP_RMDIR: case POHMEL_OP_RENAME: case POHMEL_OP_SETATTR:
 	case POHMEL_OP_WRITE: case POHMEL_OP_SETXATTR:
 	case POHMEL_OP_REMOVEXATTR: case POHMEL_OP_LOCK:
+	case POHMEL_OP_IDRANGE:
 		return true;
 	}
 	return false;

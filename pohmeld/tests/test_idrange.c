@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_idrange - object ids are pohmeld's own and never handed out
+ * twice (idspace.c), and ids delegated in advance (IDRANGE, CREATE_ID;
+ * pohmel_proto.h "Delegated object ids", idrange.c): what a session may
+ * use, in what order, what survives a restart, what goes back at its
+ * end, and a state directory written when ids were inode numbers.
+ * Then the directory write grant (GRANT, POHMEL_FEAT_ASK_GRANT): asked
+ * for, given EXCL, refused without write access, and the handshake
+ * write-back rests on: another client's LOOKUP in the directory recalls
+ * the holder, which sends its create under a delegated id before it
+ * acks, and the LOOKUP then finds the name under that id.
+ *   test_idrange PATH-TO-POHMELD
+ */
+#include <pthread.h>
+#include <sys/stat.h>
+#include "../pohmeld.h"
+#include "integ_lib.h"
+#include "tap.h"
+
+static char exp_dir[128], conf_text[1024];
+static struct srvproc sp;
+static const uint8_t uuid_a[16] = { 0xa1, 1 }, uuid_b[16] = { 0xb2, 2 };
+
+struct range {
+	uint64_t start, gen;
+	uint32_t count;
+};
+
+static int lstat_rel(const char *rel, struct stat *st)
+{
+	char p[300];
+
+	snprintf(p, sizeof(p), "%s/%s", exp_dir, rel);
+	return lstat(p, st);
+}
+
+/* A session (uuid NULL: a new one each time) asking for want. */
+static int sess(struct pc *c, const uint8_t *uuid, uint64_t want)
+{
+	if (pc_init(c))
+		return -1;
+	if (uuid)
+		memcpy(c->uuid, uuid, 16);
+	c->boot_gen = 3;
+	c->want_features = want;
+	return pc_connect(c, "127.0.0.1", sp.port) || pc_handshake(c) ? -1 : 0;
+}
+
+static int idrange(struct pc *c, uint64_t seq, uint32_t count, struct range *r)
+{
+	uint8_t b[POHMEL_IDRANGE_SIZE] = { 0 }, rep[64];
+	uint32_t rl = 0;
+	int err;
+
+	put32(b + 16, count);
+	err = pc_call_seq(c, POHMEL_OP_IDRANGE, seq, b, sizeof(b), rep,
+			  sizeof(rep), &rl);
+	if (!err && rl != POHMEL_IDRANGE_SIZE)
+		return -EPROTO;
+	if (!err) {
+		r->start = get64(rep);
+		r->gen = get64(rep + 8);
+		r->count = get32(rep + 16);
+	}
+	return err;
+}
+
+static int create_in(struct pc *c, const struct woid *dir, uint64_t seq,
+		     uint16_t op, const char *name, uint64_t id, struct woid *got);
+
+/* CREATE (or MKDIR) with POHMEL_CREATE_ID; the new object's oid. */
+static int create_id(struct pc *c, uint64_t seq, uint16_t op, const char *name,
+		     uint64_t id, struct woid *got)
+{
+	return create_in(c, &c->root.oid, seq, op, name, id, got);
+}
+
+static int create_in(struct pc *c, const struct woid *dir, uint64_t seq,
+		     uint16_t op, const char *name, uint64_t id, struct woid *got)
+{
+	uint8_t b[400], rep[POHMEL_ENTRY_REPLY_SIZE];
+	uint32_t nl = (uint32_t)strlen(name), rl = 0;
+	int err;
+
+	memset(b, 0, POHMEL_CREATE_SIZE);
+	woid_put(b, dir);
+	put32(b + 16, op == POHMEL_OP_MKDIR ? 0755 : 0644);
+	put32(b + 24, POHMEL_CREATE_ID);
+	put16(b + 36, (uint16_t)nl);
+	put64(b + POHMEL_CREATE_SIZE, id);
+	memcpy(b + POHMEL_CREATE_SIZE + 8, name, nl);
+	err = pc_call_seq(c, op, seq, b, POHMEL_CREATE_SIZE + 8 + nl, rep,
+			  sizeof(rep), &rl);
+	if (!err && rl != POHMEL_ENTRY_REPLY_SIZE)
+		return -EPROTO;
+	if (!err && got)
+		woid_get(rep, got);
+	return err;
+}
+
+static int plain_create(struct pc *c, const char *name, struct wattr *a)
+{
+	return pc_mkobj(c, POHMEL_OP_CREATE, &c->root.oid, name, 0644, 0,
+			POHMEL_CREATE_EXCL, NULL, a, NULL);
+}
+
+static uint64_t reserved_mark(void)
+{
+	char p[300], line[64] = "";
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/state/idspace", base);
+	f = fopen(p, "re");
+	if (!f)
+		return 0;
+	if (fgets(line, sizeof(line), f))
+		sscanf(line, "reserved %llu", &v);
+	fclose(f);
+	return v;
+}
+
+static void t_own_ids(void)
+{
+	struct wattr a, b, c2, l;
+	struct stat st;
+	struct pc c;
+	uint64_t mark = reserved_mark();
+
+	CHECK(sess(&c, NULL, 0) == 0, "connect (1.0 features)");
+	CHECK(mark > POHMEL_ROOT_ID, "STATEDIR/idspace holds the reservation (%llu)",
+	      (unsigned long long)mark);
+	CHECK(plain_create(&c, "own1", &a) == 0 &&
+	      plain_create(&c, "own2", &b) == 0 && a.oid.id < b.oid.id &&
+	      b.oid.id < mark, "CREATE: ids from the counter, below the reservation (%llu, %llu)",
+	      (unsigned long long)a.oid.id, (unsigned long long)b.oid.id);
+	CHECK(lstat_rel("own1", &st) == 0, "own1 is in the export (ino %llu)",
+	      (unsigned long long)st.st_ino);
+	CHECK(pc_remove(&c, POHMEL_OP_UNLINK, &c.root.oid, "own2") == 0 &&
+	      plain_create(&c, "own2", &c2) == 0 && c2.oid.id > b.oid.id,
+	      "a re-created name gets a new id, never the old one");
+	cl_close(&c);
+
+	CHECK(stop_server(&sp) == 0 && start_server("idrange", conf_text, &sp) == 0,
+	      "restart");
+	CHECK(sess(&c, NULL, 0) == 0 && pc_lookup(&c, &c.root.oid, "own1", &l) == 0 &&
+	      l.oid.id == a.oid.id && l.oid.gen == a.oid.gen,
+	      "after a restart LOOKUP gives the same (id, gen)");
+	CHECK(reserved_mark() > mark, "the reservation moved on at start (%llu -> %llu)",
+	      (unsigned long long)mark, (unsigned long long)reserved_mark());
+	CHECK(plain_create(&c, "own3", &a) == 0 && a.oid.id >= mark,
+	      "a new id after the restart is above what the last run reserved (%llu)",
+	      (unsigned long long)a.oid.id);
+	cl_close(&c);
+}
+
+static void t_delegated(void)
+{
+	struct range r, r2, x;
+	struct woid o, o2;
+	struct wattr l;
+	struct stat st;
+	struct pc a, b, old;
+	uint64_t s;
+	int i, err;
+
+	CHECK(sess(&old, NULL, POHMEL_FEAT_BATCH) == 0 &&
+	      idrange(&old, 1, 8, &r) == EOPNOTSUPP,
+	      "IDRANGE without POHMEL_FEAT_IDRANGE: EOPNOTSUPP");
+	cl_close(&old);
+
+	CHECK(sess(&a, uuid_a, POHMEL_FEAT_IDRANGE) == 0 &&
+	      (a.features & POHMEL_FEAT_IDRANGE), "session A negotiates IDRANGE");
+	CHECK(idrange(&a, 0, 8, &r) == EINVAL, "IDRANGE without a seq: EINVAL");
+	CHECK(idrange(&a, 1, 0, &r) == EINVAL &&
+	      idrange(&a, 2, POHMEL_IDRANGE_MAX + 1, &r) == EINVAL,
+	      "count 0 or above POHMEL_IDRANGE_MAX: EINVAL");
+	CHECK(idrange(&a, 3, 16, &r) == 0 && r.count == 16 && r.start > 1 &&
+	      r.gen, "IDRANGE 16: [%llu, +16) gen %llx",
+	      (unsigned long long)r.start, (unsigned long long)r.gen);
+	CHECK(idrange(&a, 3, 16, &x) == 0 && x.start == r.start && x.gen == r.gen,
+	      "IDRANGE replayed (same seq): the same range");
+	s = r.start;
+
+	CHECK(create_id(&a, 10, POHMEL_OP_CREATE, "d0", s, &o) == 0 &&
+	      o.id == s && o.gen == r.gen, "CREATE_ID: the object has the delegated (id, gen)");
+	CHECK(pc_lookup(&a, &a.root.oid, "d0", &l) == 0 && l.oid.id == s &&
+	      l.oid.gen == r.gen && lstat_rel("d0", &st) == 0 && S_ISREG(st.st_mode),
+	      "LOOKUP finds it under that id; it is in the export");
+	CHECK(create_id(&a, 11, POHMEL_OP_CREATE, "d0b", s, NULL) == EINVAL &&
+	      lstat_rel("d0b", &st) == -1, "the same id again: EINVAL, nothing made");
+	CHECK(create_id(&a, 12, POHMEL_OP_MKDIR, "dd2", s + 2, &o2) == 0 &&
+	      o2.id == s + 2 && lstat_rel("dd2", &st) == 0 && S_ISDIR(st.st_mode),
+	      "MKDIR with an id further on (s+2)");
+	CHECK(create_id(&a, 13, POHMEL_OP_CREATE, "d1", s + 1, NULL) == EINVAL &&
+	      lstat_rel("d1", &st) == -1, "an id below the last used one: EINVAL");
+	CHECK(create_id(&a, 14, POHMEL_OP_CREATE, "far", s + 16, NULL) == EINVAL &&
+	      create_id(&a, 15, POHMEL_OP_CREATE, "far", 1, NULL) == EINVAL &&
+	      lstat_rel("far", &st) == -1,
+	      "ids outside the session's ranges (the root's too): EINVAL");
+	CHECK(create_id(&a, 16, POHMEL_OP_CREATE, "d0", s + 3, NULL) == EEXIST,
+	      "CREATE_ID of an existing name: EEXIST (never renumbers it)");
+	CHECK(create_id(&a, 17, POHMEL_OP_CREATE, "d3", s + 3, &o) == 0 && o.id == s + 3,
+	      "a failed create used nothing up: s+3 still works");
+
+	CHECK(sess(&b, uuid_b, POHMEL_FEAT_IDRANGE) == 0 &&
+	      create_id(&b, 20, POHMEL_OP_CREATE, "theirs", s + 4, NULL) == EINVAL &&
+	      lstat_rel("theirs", &st) == -1,
+	      "another session cannot use A's ids: EINVAL");
+	CHECK(idrange(&b, 21, 4, &x) == 0 && (x.start >= s + 16 || x.start + 4 <= s),
+	      "B's range does not overlap A's");
+	cl_close(&b);
+
+	for (i = 0, err = 0; i < 3 && !err; i++)
+		err = idrange(&a, 30 + (uint64_t)i, 4, &x);
+	CHECK(err == 0, "A takes 3 more ranges (%d held)", POHMEL_IDRANGE_HELD);
+	CHECK(idrange(&a, 40, 4, &x) == EDQUOT,
+	      "one more than POHMEL_IDRANGE_HELD with ids left: EDQUOT");
+	pc_disconnect(&a);
+
+	/* the ranges are the session's: kept across a restart */
+	CHECK(stop_server(&sp) == 0 && start_server("idrange", conf_text, &sp) == 0,
+	      "restart with A's session on disk");
+	CHECK(sess(&a, uuid_a, POHMEL_FEAT_IDRANGE) == 0, "A reconnects");
+	CHECK(create_id(&a, 50, POHMEL_OP_CREATE, "d2", s + 2, NULL) == EINVAL,
+	      "after the restart: a used id is still refused");
+	CHECK(create_id(&a, 52, POHMEL_OP_CREATE, "d5", s + 5, &o) == 0 &&
+	      o.id == s + 5 && o.gen == r.gen,
+	      "after the restart: the range is still A's (s+5 works)");
+	CHECK(pc_lookup(&a, &a.root.oid, "d0", &l) == 0 && l.oid.id == s &&
+	      l.oid.gen == r.gen, "after the restart: d0 keeps its delegated id");
+
+	/* BYE: the unused part goes back, with a new gen */
+	CHECK(pc_bye(&a) == 0, "A ends its session (BYE)");
+	pc_disconnect(&a);
+	CHECK(sess(&b, NULL, POHMEL_FEAT_IDRANGE) == 0, "C connects (holds no range)");
+	for (i = 0, err = 0; i < 4 && !err; i++) {
+		err = idrange(&b, 60 + (uint64_t)i, POHMEL_IDRANGE_MAX, &r2);
+		if (!err && r2.start >= s + 6 && r2.start < s + 16)
+			break;
+	}
+	CHECK(!err && i < 4 && r2.start >= s + 6 && r2.start < s + 16 &&
+	      r2.gen != r.gen,
+	      "what A left of its first range is handed out again, with a new gen (start %llu)",
+	      (unsigned long long)r2.start);
+	CHECK(!err && r2.start + r2.count <= s + 16,
+	      "and never an id A used (%llu + %u <= %llu)",
+	      (unsigned long long)r2.start, r2.count,
+	      (unsigned long long)(s + 16));
+	cl_close(&b);
+}
+
+/* A handles file from when ids were inode numbers keeps its ids. */
+static void t_legacy(void)
+{
+	union {
+		struct file_handle fh;
+		uint8_t raw[sizeof(struct file_handle) + 128];
+	} u;
+	char p[300], line[600];
+	struct stat st;
+	struct wattr l, n;
+	struct pc c;
+	int mid, i, fd;
+	size_t k;
+
+	CHECK(stop_server(&sp) == 0, "stop for the legacy state test");
+	snprintf(p, sizeof(p), "%s/legacy", exp_dir);
+	fd = open(p, O_CREAT | O_WRONLY, 0644);
+	u.fh.handle_bytes = 128;
+	CHECK(fd >= 0 && fstat(fd, &st) == 0 &&
+	      name_to_handle_at(fd, "", &u.fh, &mid, AT_EMPTY_PATH) == 0,
+	      "a file and its handle");
+	if (fd >= 0)
+		close(fd);
+	k = (size_t)snprintf(line, sizeof(line), "%llu %d ",
+			     (unsigned long long)st.st_ino, u.fh.handle_type);
+	for (i = 0; i < (int)u.fh.handle_bytes; i++)
+		k += (size_t)snprintf(line + k, sizeof(line) - k, "%02x",
+				      u.fh.f_handle[i]);
+	snprintf(line + k, sizeof(line) - k, "\n");
+	snprintf(p, sizeof(p), "%s/state/handles", base);
+	fd = open(p, O_WRONLY | O_APPEND);
+	CHECK(fd >= 0 && write(fd, line, strlen(line)) == (ssize_t)strlen(line),
+	      "a line in the old format (id = inode number, no gen) appended");
+	if (fd >= 0)
+		close(fd);
+	CHECK(start_server("idrange", conf_text, &sp) == 0, "start");
+	CHECK(sess(&c, NULL, 0) == 0 && pc_lookup(&c, &c.root.oid, "legacy", &l) == 0 &&
+	      l.oid.id == (uint64_t)st.st_ino,
+	      "the old line's id (its inode number %llu) is kept",
+	      (unsigned long long)st.st_ino);
+	CHECK(plain_create(&c, "after-legacy", &n) == 0 && n.oid.id > l.oid.id,
+	      "new ids come from above it (%llu)", (unsigned long long)n.oid.id);
+	cl_close(&c);
+}
+
+static int grant(struct pc *c, const struct woid *o, uint32_t want,
+		 struct wattr *a)
+{
+	uint8_t b[POHMEL_GRANT_REQ_SIZE] = { 0 }, rep[POHMEL_ATTR_SIZE];
+	uint32_t rl = 0;
+	int err;
+
+	woid_put(b, o);
+	put32(b + 16, want);
+	err = pc_call(c, POHMEL_OP_GRANT, b, sizeof(b), rep, sizeof(rep), &rl);
+	if (!err && rl != POHMEL_ATTR_SIZE)
+		return -EPROTO;
+	if (!err)
+		wattr_get(rep, a);
+	return err;
+}
+
+struct lookup_job {
+	struct pc *c;
+	struct woid dir;
+	struct wattr a;
+	int err;
+	atomic_bool done;
+};
+
+static void *lookup_thread(void *arg)
+{
+	struct lookup_job *j = arg;
+
+	j->err = pc_lookup(j->c, &j->dir, "wbx", &j->a);
+	atomic_store(&j->done, true);
+	return NULL;
+}
+
+static void t_dirgrant(void)
+{
+	const uint64_t all = POHMEL_FEAT_GRANTS | POHMEL_FEAT_IDRANGE |
+			     POHMEL_FEAT_ASK_GRANT;
+	struct wattr d, g, before;
+	struct lookup_job j = { .err = -1 };
+	struct pc_recall rc = { 0 };
+	struct pc a, b, u;
+	struct range r;
+	struct woid o;
+	pthread_t t;
+	bool waited;
+
+	CHECK(sess(&a, NULL, all) == 0 && (a.features & POHMEL_FEAT_ASK_GRANT) &&
+	      sess(&b, NULL, POHMEL_FEAT_GRANTS) == 0, "A (write-back features), B (grants)");
+	CHECK(pc_mkobj(&a, POHMEL_OP_MKDIR, &a.root.oid, "wb", 0755, 0, 0, NULL,
+		       &d, NULL) == 0 && idrange(&a, 900, 8, &r) == 0,
+	      "A: MKDIR wb, IDRANGE 8");
+	CHECK(grant(&b, &d.oid, POHMEL_GRANT_EXCL, &g) == EOPNOTSUPP,
+	      "GRANT without POHMEL_FEAT_ASK_GRANT: EOPNOTSUPP");
+	CHECK(cl_open(&u, &sp, 1000, 1000) == 0, "a client as uid 1000");
+	u.want_features = all;
+	pc_disconnect(&u);
+	CHECK(sess(&u, NULL, all) == 0, "(reconnected with the features)");
+	u.uid = u.gid = 1000;
+	CHECK(grant(&u, &d.oid, POHMEL_GRANT_EXCL, &g) == EACCES &&
+	      grant(&u, &d.oid, POHMEL_GRANT_SHARED, &g) == 0,
+	      "uid 1000 on a 0755 root directory: EXCL is EACCES, SHARED is fine");
+	cl_close(&u);
+	/* (u's refused EXCL recalled A's SHARED first, as a refused WRITE
+	 * does: ack it and forget it) */
+	a.auto_ack = true;
+	CHECK(pc_getattr(&a, &d.oid, &before) == 0, "A: GETATTR");
+	a.auto_ack = false;
+	a.qlen = 0;
+
+	CHECK(pc_getattr(&a, &d.oid, &before) == 0 &&
+	      grant(&a, &d.oid, POHMEL_GRANT_EXCL, &g) == 0 &&
+	      g.grant == POHMEL_GRANT_EXCL && g.change == before.change,
+	      "A: GRANT EXCL on the directory: given, its change attribute stays");
+
+	/* B's LOOKUP waits for A to flush what it made under the grant */
+	j.c = &b;
+	j.dir = d.oid;
+	atomic_init(&j.done, false);
+	pthread_create(&t, NULL, lookup_thread, &j);
+	CHECK(pc_next_recall(&a, 5000, &rc) == 0 && rc.oid.id == d.oid.id &&
+	      rc.to == POHMEL_GRANT_SHARED,
+	      "B's LOOKUP in wb recalls A's directory grant to SHARED");
+	usleep(200000);
+	waited = !atomic_load(&j.done);
+	CHECK(waited, "B's LOOKUP waits for A's ack");
+	CHECK(create_in(&a, &d.oid, 901, POHMEL_OP_CREATE, "wbx", r.start, &o) == 0 &&
+	      o.id == r.start, "A flushes its create of wbx under delegated id %llu",
+	      (unsigned long long)r.start);
+	CHECK(pc_recall_ack(&a, &rc) == 0, "then acks");
+	pthread_join(t, NULL);
+	CHECK(j.err == 0 && j.a.oid.id == r.start && j.a.oid.gen == r.gen,
+	      "B's LOOKUP finds wbx, under the id A chose");
+	cl_close(&a);
+	cl_close(&b);
+}
+
+int main(int argc, char **argv)
+{
+	int setup_err = setup_base(argc, argv, "idrange", exp_dir, sizeof(exp_dir));
+
+	if (setup_err)
+		return setup_err;
+	snprintf(conf_text, sizeof(conf_text),
+		 "export / %s rw no_root_squash\nstate-dir %s/state\n"
+		 "key-file none\n", exp_dir, base);
+	CHECK(start_server("idrange", conf_text, &sp) == 0, "pohmeld starts");
+	if (tap_fail)
+		return finish_base();
+	t_own_ids();
+	t_delegated();
+	t_dirgrant();
+	t_legacy();
+	stop_server(&sp);
+	return finish_base();
+}
