@@ -251,6 +251,49 @@ static void t_delegated(void)
 	cl_close(&b);
 }
 
+/*
+ * A CREATE_ID in doubt (pohmeld died after the create, before its reply
+ * record): re-run after the restart, it is done, and the object it made
+ * gets the delegated id (bound now: it had none).
+ */
+static void t_redo(void)
+{
+	static const uint8_t uuid_r[16] = { 0xc3, 3 };
+	char path[300], *q;
+	struct range r;
+	struct woid o;
+	struct wattr l;
+	struct pc c;
+	int i, fd;
+
+	CHECK(sess(&c, uuid_r, POHMEL_FEAT_IDRANGE) == 0 &&
+	      idrange(&c, 1, 8, &r) == 0 &&
+	      create_id(&c, 2, POHMEL_OP_CREATE, "rd0", r.start, NULL) == 0,
+	      "session R: a range and one create under it");
+	pc_disconnect(&c);
+	CHECK(stop_server(&sp) == 0, "stop");
+	snprintf(path, sizeof(path), "%s/ind", exp_dir);
+	fd = open(path, O_CREAT | O_WRONLY, 0644);
+	CHECK(fd >= 0, "the create's file made (as if pohmeld died right after)");
+	if (fd >= 0)
+		close(fd);
+	q = path + snprintf(path, sizeof(path), "%s/state/sessions/", base);
+	for (i = 0; i < 16; i++)
+		q += snprintf(q, 3, "%02x", uuid_r[i]);
+	snprintf(q, 20, "-%016llx", 3ULL);
+	CHECK(sfile_put(path, 1, 3) == 0, "its BEGIN record (seq 3) without a REPLY");
+	CHECK(start_server("idrange", conf_text, &sp) == 0, "start");
+	CHECK(sess(&c, uuid_r, POHMEL_FEAT_IDRANGE) == 0 &&
+	      create_id(&c, 3, POHMEL_OP_CREATE, "ind", r.start + 1, &o) == 0 &&
+	      o.id == r.start + 1 && o.gen == r.gen,
+	      "the replayed CREATE_ID in doubt is done, under the delegated id");
+	CHECK(pc_lookup(&c, &c.root.oid, "ind", &l) == 0 && l.oid.id == r.start + 1,
+	      "LOOKUP gives that id");
+	CHECK(create_id(&c, 4, POHMEL_OP_CREATE, "ind2", r.start + 1, NULL) == EINVAL,
+	      "and the id counts as used");
+	cl_close(&c);
+}
+
 /* A handles file from when ids were inode numbers keeps its ids. */
 static void t_legacy(void)
 {
@@ -408,6 +451,7 @@ int main(int argc, char **argv)
 	t_own_ids();
 	t_delegated();
 	t_dirgrant();
+	t_redo();
 	t_legacy();
 	stop_server(&sp);
 	return finish_base();

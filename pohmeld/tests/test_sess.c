@@ -586,31 +586,6 @@ static int write_seq(struct pc *c, uint64_t seq, const struct woid *o,
 			   POHMEL_MAX_MSG, NULL);
 }
 
-/* Append a record framed as sessfile.c does (FNV-1a checksum). */
-static int sfile_put(const char *path, uint32_t type, uint64_t seq)
-{
-	uint8_t rec[24];
-	uint32_t x = 2166136261U, i;
-	int fd, ok;
-
-	put32(rec, type);
-	put32(rec + 4, 8);
-	put64(rec + 16, seq);
-	for (i = 0; i < 24; i++) {
-		if (i >= 8 && i < 16)
-			continue;
-		x ^= rec[i];
-		x *= 16777619U;
-	}
-	put32(rec + 8, x);
-	put32(rec + 12, 0);
-	fd = open(path, O_WRONLY | O_APPEND);
-	ok = fd >= 0 && write(fd, rec, sizeof(rec)) == (ssize_t)sizeof(rec);
-	if (fd >= 0)
-		close(fd);
-	return ok ? 0 : -1;
-}
-
 /*
  * Sessions across a restart: the reply cache and the open handles come
  * back from STATEDIR/sessions after SIGKILL and after SIGTERM; requests
