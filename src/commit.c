@@ -78,22 +78,49 @@ void pohmel_unstable_add(struct inode *inode, struct pohmel_unstable *u,
 }
 
 /*
+ * A record of changes kept only by the server's memory (POHMEL_WT_*):
+ * what was applied (@s2) under which verifier generation (@g2) joins
+ * *@state, *@gen. Must hold the lock protecting them.
+ */
+static void wt_merge(u8 *state, u32 *gen, u8 s2, u32 g2)
+{
+	if (s2 == POHMEL_WT_NONE)
+		return;
+	if (*state == POHMEL_WT_NONE) {
+		*state = s2;
+		*gen = g2;
+	} else if (*gen != g2 || s2 == POHMEL_WT_LOST) {
+		*state = POHMEL_WT_LOST;
+	}
+}
+
+/*
+ * Lost if a verifier newer than the record's came before the FSYNC's
+ * reply (@before, @after: verf_gen around the FSYNC).
+ */
+static bool wt_lost(u8 state, u32 gen, u32 before, u32 after)
+{
+	return state == POHMEL_WT_LOST ||
+	       (state == POHMEL_WT_PENDING && (before != after || gen != before));
+}
+
+/*
  * An unstable write-through WRITE, or a namespace change in directory
  * @inode, submitted under @gen was applied: the next commit (fsync of
- * the file or directory) fails with EIO if the server lost it.
+ * the file or directory) fails with EIO if the server lost it, and so
+ * does the next syncfs (the mount-wide record, pohmel_commit_fs).
  */
 void pohmel_write_through_done(struct inode *inode, u32 gen)
 {
+	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
 	struct pohmel_inode *pi = POHMEL_I(inode);
 
 	spin_lock(&pi->lock);
-	if (pi->wt_state == POHMEL_WT_NONE) {
-		pi->wt_state = POHMEL_WT_PENDING;
-		pi->wt_gen = gen;
-	} else if (pi->wt_gen != gen) {
-		pi->wt_state = POHMEL_WT_LOST;
-	}
+	wt_merge(&pi->wt_state, &pi->wt_gen, POHMEL_WT_PENDING, gen);
 	spin_unlock(&pi->lock);
+	spin_lock(&sbi->wt_lock);
+	wt_merge(&sbi->wt_state, &sbi->wt_gen, POHMEL_WT_PENDING, gen);
+	spin_unlock(&sbi->wt_lock);
 	if (S_ISREG(inode->i_mode))
 		__mark_inode_dirty(inode, I_DIRTY_DATASYNC);
 }
@@ -125,15 +152,7 @@ static void put_back(struct pohmel_inode *pi, struct commit_set *set)
 {
 	spin_lock(&pi->lock);
 	list_splice(&set->pins, &pi->unstable);
-	if (set->wt_state != POHMEL_WT_NONE) {
-		if (pi->wt_state == POHMEL_WT_NONE) {
-			pi->wt_state = set->wt_state;
-			pi->wt_gen = set->wt_gen;
-		} else if (pi->wt_gen != set->wt_gen ||
-			   set->wt_state == POHMEL_WT_LOST) {
-			pi->wt_state = POHMEL_WT_LOST;
-		}
-	}
+	wt_merge(&pi->wt_state, &pi->wt_gen, set->wt_state, set->wt_gen);
 	spin_unlock(&pi->lock);
 }
 
@@ -180,7 +199,6 @@ int pohmel_commit(struct inode *inode, struct pohmel_handle *h, u32 flags,
 	struct pohmel_inode *pi = POHMEL_I(inode);
 	struct pohmel_unstable *u, *tmp;
 	struct commit_set set;
-	bool lost = false;
 	u32 before, after;
 	int err;
 
@@ -206,17 +224,50 @@ int pohmel_commit(struct inode *inode, struct pohmel_handle *h, u32 flags,
 		}
 		unpin(inode, u);
 	}
-	if (set.wt_state == POHMEL_WT_LOST ||
-	    (set.wt_state == POHMEL_WT_PENDING &&
-	     (before != after || set.wt_gen != before)))
-		lost = true;
-	if (lost) {
+	if (wt_lost(set.wt_state, set.wt_gen, before, after)) {
 		pr_warn_ratelimited("%pISpc: inode %llu: changes made around the page cache before the server's restart were lost with its memory\n",
 				    &pohmel_conn(inode)->addr, pi->oid.id);
 		mapping_set_error(inode->i_mapping, -EIO);
 		return -EIO;
 	}
 	return err;
+}
+
+/*
+ * syncfs(2) and sync(2), after every inode was written and committed:
+ * one FSYNC_FS makes the whole export stable. If write-through data or
+ * names applied since the last one were lost with the server's memory
+ * (a verifier newer than theirs), syncfs reports EIO once, through the
+ * superblock's errseq (sync(2) reports nothing, as on any fs).
+ */
+int pohmel_commit_fs(struct super_block *sb)
+{
+	struct pohmel_sb_info *sbi = POHMEL_SB(sb);
+	struct pohmel_fattr fa;
+	u32 before, after, gen;
+	u8 state;
+	int err;
+
+	spin_lock(&sbi->wt_lock);
+	state = sbi->wt_state;
+	gen = sbi->wt_gen;
+	sbi->wt_state = POHMEL_WT_NONE;
+	spin_unlock(&sbi->wt_lock);
+	before = atomic_read(&sbi->conn.sess.verf_gen);
+	err = pohmel_rpc_fsync(&sbi->conn, &sbi->root, 0, POHMEL_FSYNC_FS, &fa);
+	after = atomic_read(&sbi->conn.sess.verf_gen);
+	if (err) {
+		spin_lock(&sbi->wt_lock);
+		wt_merge(&sbi->wt_state, &sbi->wt_gen, state, gen);
+		spin_unlock(&sbi->wt_lock);
+		return err;
+	}
+	if (!wt_lost(state, gen, before, after))
+		return 0;
+	pr_warn_ratelimited("%pISpc: names or data written around the page cache before the server's restart were lost with its memory: syncfs reports EIO\n",
+			    &sbi->conn.addr);
+	errseq_set(&sb->s_wb_err, -EIO);
+	return -EIO;
 }
 
 /* Write back [@start, @end], then commit. */

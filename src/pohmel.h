@@ -83,6 +83,9 @@ struct pohmel_sb_info {
 	struct pohmel_fstatfs statfs;	/* last answer, for a server away */
 	bool statfs_known;
 	unsigned long statfs_time;	/* jiffies of that answer */
+	spinlock_t wt_lock;		/* protects wt_state, wt_gen */
+	u8 wt_state;			/* POHMEL_WT_*, mount-wide: syncfs */
+	u32 wt_gen;
 };
 
 /* Bits of pohmel_inode.flags */
@@ -253,6 +256,7 @@ int pohmel_flock(struct file *file, int cmd, struct file_lock *fl);
 /* commit.c */
 struct pohmel_unstable;
 u32 pohmel_verf_gen(struct inode *inode);
+int pohmel_commit_fs(struct super_block *sb);
 struct pohmel_unstable *pohmel_unstable_alloc(unsigned int nr);
 void pohmel_unstable_add(struct inode *inode, struct pohmel_unstable *u,
 			 struct folio **folios, unsigned int nr, loff_t pos,

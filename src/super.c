@@ -318,7 +318,6 @@ static int pohmel_write_inode(struct inode *inode,
 static int pohmel_sync_fs(struct super_block *sb, int wait)
 {
 	struct pohmel_sb_info *sbi = POHMEL_SB(sb);
-	struct pohmel_fattr fa;
 
 	if (!wait || !(READ_ONCE(sbi->conn.sess.features) &
 		       POHMEL_FEAT_STABLE))
@@ -326,8 +325,7 @@ static int pohmel_sync_fs(struct super_block *sb, int wait)
 	/* see write_inode: umount does not wait for a server that is gone */
 	if (READ_ONCE(sbi->umounting) && !pohmel_conn_is_up(&sbi->conn))
 		return 0;
-	return pohmel_rpc_fsync(&sbi->conn, &sbi->root, 0, POHMEL_FSYNC_FS,
-				&fa);
+	return pohmel_commit_fs(sb);
 }
 
 static const struct super_operations pohmel_sops = {
@@ -494,6 +492,7 @@ static int pohmel_init_fs_context(struct fs_context *fc)
 	 */
 	sbi->conn.net = get_net(fc->net_ns);
 	spin_lock_init(&sbi->statfs_lock);
+	spin_lock_init(&sbi->wt_lock);
 	sbi->opts.port = POHMEL_DEFAULT_PORT;
 	sbi->opts.timeo = 60;
 	sbi->opts.rsize = POHMEL_MAX_DATA;

@@ -20,7 +20,9 @@
  *            client writes it again before fsync returns (mount 2 reads
  *            it, mountstats commit_resends moved). A name created before
  *            and likewise undone cannot be sent again: fsync of its
- *            directory fails with EIO instead of claiming it is stable.
+ *            directory fails with EIO instead of claiming it is stable,
+ *            and so does syncfs (checked first: fsync's own EIO reaches
+ *            the superblock's errseq too; once: the next one returns 0).
  */
 #include "tap.h"
 
@@ -350,7 +352,7 @@ static void test_resend(const char *w1, const char *w2)
 	char p1[4200], p2[4200], pe[4200], cmd[600], pd[4200], pn[4300], pen[4300];
 	const char *bootid = "/var/tmp/pohmel-fake-boot-id";
 	long long u0, r0, r1;
-	int fd, ok, dfd;
+	int fd, ok, dfd, sfd;
 
 	snprintf(p1, sizeof(p1), "%s/resend", w1);
 	snprintf(p2, sizeof(p2), "%s/resend", w2);
@@ -374,6 +376,7 @@ static void test_resend(const char *w1, const char *w2)
 	tap_check(mstat(m1, "unstable_pages") >= u0 + 64,
 		  "restart: resend: its 64 pages stay pinned, not yet stable (%lld -> %lld)",
 		  u0, mstat(m1, "unstable_pages"));
+	sfd = open(w1, O_RDONLY | O_DIRECTORY);	/* syncfs reports to it */
 	tap_check(server("stop") == 0, "restart: resend: server stopped");
 	/* what a crash of the server machine does to an unsynced write */
 	ok = truncate(pe, 1) == 0;
@@ -394,6 +397,14 @@ static void test_resend(const char *w1, const char *w2)
 		  r0, r1);
 	tap_check(content_is(p2, buf, sizeof(buf)),
 		  "restart: resend: mount 2 reads the 256 KiB the server lost");
+	errno = 0;
+	tap_check(sfd >= 0 && syncfs(sfd) == -1 && errno == EIO,
+		  "restart: names: syncfs fails with EIO (%s)",
+		  errno ? strerror(errno) : "it returned 0");
+	tap_check(sfd >= 0 && syncfs(sfd) == 0,
+		  "restart: names: reported once: the next syncfs returns 0");
+	if (sfd >= 0)
+		close(sfd);
 	errno = 0;
 	tap_check(dfd >= 0 && fsync(dfd) == -1 && errno == EIO,
 		  "restart: names: fsync of the directory fails with EIO (%s)",
