@@ -436,7 +436,8 @@ int grants_begin(struct req *r, bool may_wait)
 
 	/* A GRANT that op_grant will refuse recalls nobody. */
 	if (r->m->hdr.op == POHMEL_OP_GRANT &&
-	    (~r->c->features & (POHMEL_FEAT_GRANTS | POHMEL_FEAT_ASK_GRANT)))
+	    ((~r->c->features & (POHMEL_FEAT_GRANTS | POHMEL_FEAT_ASK_GRANT)) ||
+	     !grant_precheck(r)))
 		r->ngm = 0;
 	else
 		r->ngm = targets(r->m, r->gm);

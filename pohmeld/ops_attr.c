@@ -199,6 +199,44 @@ int op_getattr(struct req *r)
 #define SYS_faccessat2	439	/* Linux 5.8, one number on every arch */
 #endif
 
+/* GRANT EXCL on the object open at fd: 0 or why not (caller's creds). */
+static int excl_allowed(struct req *r, int fd)
+{
+	int err;
+
+	if (srv.cfg.ex.ro)
+		return EROFS;
+	err = req_caller(r);
+	if (!err && syscall(SYS_faccessat2, fd, "", W_OK,
+			    AT_EACCESS | AT_EMPTY_PATH))
+		err = errno;
+	return err;
+}
+
+/*
+ * Before grants_begin recalls anyone for a GRANT EXCL (dispatch.c): a
+ * caller that will be refused must not cost the holders their grants.
+ * r's credentials are not squashed yet; a copy is.
+ */
+bool grant_precheck(const struct req *r)
+{
+	struct req t = *r;
+	struct stat st;
+	int fd, err;
+
+	if (r->m->type != POHMEL_GRANT_EXCL)
+		return true;
+	t.as_caller = false;
+	creds_squash(&srv.cfg.ex, &t.cr);
+	if (req_obj(&t, &r->m->oid, &fd, &st))
+		return false;
+	err = excl_allowed(&t, fd);
+	if (t.as_caller)
+		creds_leave();
+	close(fd);
+	return !err;
+}
+
 /*
  * GRANT: the object's attrs, with the grant grant_fill gives for the
  * want (grants.c want_of). EXCL lets the holder buffer changes, so it
@@ -216,12 +254,8 @@ int op_grant(struct req *r)
 	err = req_obj(r, &r->m->oid, &fd, &st);
 	if (err)
 		return err;
-	if (r->m->type == POHMEL_GRANT_EXCL) {
-		err = srv.cfg.ex.ro ? EROFS : req_caller(r);
-		if (!err && syscall(SYS_faccessat2, fd, "", W_OK,
-				    AT_EACCESS | AT_EMPTY_PATH))
-			err = errno;
-	}
+	if (r->m->type == POHMEL_GRANT_EXCL)
+		err = excl_allowed(r, fd);
 	if (!err)
 		err = attr_put_known(r, fd, &r->m->oid);
 	close(fd);

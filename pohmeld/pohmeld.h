@@ -471,6 +471,7 @@ uint32_t idr_enc(uint8_t *b, const struct idr_range *r);
 void idr_dec(const uint8_t *b, struct idr_range *r);
 int op_idrange(struct req *r);
 int op_grant(struct req *r);
+bool grant_precheck(const struct req *r);
 int idr_create_check(struct req *r, struct woid *want);
 int idr_create_bind(struct req *r, int dirfd, const char *name,
 		    const struct woid *want, uint64_t min_seq);
