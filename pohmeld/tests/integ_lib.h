@@ -246,16 +246,19 @@ static inline int setup_base(int argc, char **argv, const char *name,
 }
 
 /* Append a record framed as sessfile.c does (FNV-1a checksum). */
-static inline int sfile_put(const char *path, uint32_t type, uint64_t seq)
+static inline int sfile_put_rec(const char *path, uint32_t type,
+				const uint8_t *body, uint32_t len)
 {
-	uint8_t rec[24];
+	uint8_t rec[16 + 64];
 	uint32_t x = 2166136261U, i;
 	int fd, ok;
 
+	if (len > 64)
+		return -1;
 	put32(rec, type);
-	put32(rec + 4, 8);
-	put64(rec + 16, seq);
-	for (i = 0; i < 24; i++) {
+	put32(rec + 4, len);
+	memcpy(rec + 16, body, len);
+	for (i = 0; i < 16 + len; i++) {
 		if (i >= 8 && i < 16)
 			continue;
 		x ^= rec[i];
@@ -264,10 +267,19 @@ static inline int sfile_put(const char *path, uint32_t type, uint64_t seq)
 	put32(rec + 8, x);
 	put32(rec + 12, 0);
 	fd = open(path, O_WRONLY | O_APPEND);
-	ok = fd >= 0 && write(fd, rec, sizeof(rec)) == (ssize_t)sizeof(rec);
+	ok = fd >= 0 && write(fd, rec, 16 + len) == (ssize_t)(16 + len);
 	if (fd >= 0)
 		close(fd);
 	return ok ? 0 : -1;
+}
+
+/* A record whose body is one sequence number (BEGIN, ABORT). */
+static inline int sfile_put(const char *path, uint32_t type, uint64_t seq)
+{
+	uint8_t b[8];
+
+	put64(b, seq);
+	return sfile_put_rec(path, type, b, sizeof(b));
 }
 
 /*

@@ -259,7 +259,8 @@ static void t_delegated(void)
 static void t_redo(void)
 {
 	static const uint8_t uuid_r[16] = { 0xc3, 3 };
-	char path[300], *q;
+	char path[300], saved[300], *q;
+	uint8_t rec[24];
 	struct range r;
 	struct woid o;
 	struct wattr l;
@@ -283,6 +284,7 @@ static void t_redo(void)
 	snprintf(q, 20, "-%016llx", 3ULL);
 	CHECK(sfile_put(path, 1, 3) == 0, "its BEGIN record (seq 3) without a REPLY");
 	CHECK(start_server("idrange", conf_text, &sp) == 0, "start");
+	snprintf(saved, sizeof(saved), "%s", path);
 	CHECK(sess(&c, uuid_r, POHMEL_FEAT_IDRANGE) == 0 &&
 	      create_id(&c, 3, POHMEL_OP_CREATE, "ind", r.start + 1, &o) == 0 &&
 	      o.id == r.start + 1 && o.gen == r.gen,
@@ -291,6 +293,22 @@ static void t_redo(void)
 	      "LOOKUP gives that id");
 	CHECK(create_id(&c, 4, POHMEL_OP_CREATE, "ind2", r.start + 1, NULL) == EINVAL,
 	      "and the id counts as used");
+	cl_close(&c);
+
+	/* a session file is hostile input: a range never handed out */
+	CHECK(stop_server(&sp) == 0, "stop");
+	put64(rec, reserved_mark() + 1000);
+	put64(rec + 8, 77);
+	put32(rec + 16, 16);
+	put32(rec + 20, 0);
+	CHECK(sfile_put_rec(saved, 7, rec, sizeof(rec)) == 0,
+	      "a RANGE record above the reservation appended to R's file");
+	CHECK(start_server("idrange", conf_text, &sp) == 0 &&
+	      server_log_has("idrange", "range of ids never handed out"),
+	      "start: the file is refused, and the log says why");
+	CHECK(sess(&c, uuid_r, POHMEL_FEAT_IDRANGE) == 0 &&
+	      create_id(&c, 5, POHMEL_OP_CREATE, "forged", reserved_mark() + 1000,
+			NULL) == EINVAL, "the forged range gives R nothing");
 	cl_close(&c);
 }
 
