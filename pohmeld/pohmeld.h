@@ -178,7 +178,7 @@ void creds_squash(const struct export_cfg *ex, struct creds *cr);
 int creds_enter(const struct creds *cr);
 void creds_leave(void);
 
-/* ---- oid.c: object IDs <-> file handles, persisted ---- */
+/* ---- oid.c, oid_log.c: object IDs <-> file handles, persisted ---- */
 int oid_init(int rootfd, const char *state_dir);
 void oid_fini(void);
 int oid_of_fd(int fd, const struct stat *st, struct woid *out);
