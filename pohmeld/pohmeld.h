@@ -227,7 +227,7 @@ uint64_t change_now(void);
 bool change_moved(uint64_t id, uint64_t since, uint64_t own);
 uint64_t change_of(uint64_t id, const struct stat *st);
 
-/* ---- session.c: sessions, reply cache, open handles ---- */
+/* ---- session*.c: sessions, reply cache, open handles ---- */
 struct session;
 struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen,
 			       const char *peer, int *err);
