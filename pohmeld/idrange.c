@@ -6,7 +6,7 @@
  * A client holding a directory write grant creates objects locally and
  * must know their final ids at once: it asks for a range of ids ahead
  * of time and names one in each create it flushes. The ranges belong to
- * the session: they are recorded in its state file (session.c) and so
+ * the session: they are recorded in its state file (session_rec.c) and so
  * survive reconnects and restarts of pohmeld with it.
  *
  * What keeps one id naming one object:

@@ -16,7 +16,7 @@
  * file is written once per CHUNK ids, and a restart skips what was left
  * of the chunk (the id space is 64-bit: skipping costs nothing).
  * The counter also starts above every id already in the handle table
- * (oid.c calls idspace_floor while loading): a state directory from a
+ * (oid_log.c calls idspace_floor while loading): a state directory from a
  * version whose ids were inode numbers keeps them, and new ids come
  * from above them.
  *
@@ -35,8 +35,8 @@
 #define FREE_MAX	1024	/* given-back ranges remembered */
 
 /*
- * mu protects everything below. It is taken under oid.c's tab_lock (a
- * new object's id): the rare file rewrite (once per CHUNK) is done
+ * mu protects everything below. It is taken under oid_lock (oid_int.h:
+ * a new object's id): the rare file rewrite (once per CHUNK) is done
  * under it, which holds requests back for one fsync.
  */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;

@@ -362,7 +362,7 @@ out_old:
 }
 
 /*
- * A request in doubt (session.c: pohmeld died while running it, so it
+ * A request in doubt (session_rec.c: pohmeld died while running it, so it
  * may have taken effect) ran again and failed the way it fails when the
  * first run did take effect: answer it as done, with the reply the first
  * run would have sent. Checked: the name now holds an object of the kind

@@ -178,7 +178,7 @@ void creds_squash(const struct export_cfg *ex, struct creds *cr);
 int creds_enter(const struct creds *cr);
 void creds_leave(void);
 
-/* ---- oid.c: object IDs <-> file handles, persisted ---- */
+/* ---- oid.c, oid_log.c: object IDs <-> file handles, persisted ---- */
 int oid_init(int rootfd, const char *state_dir);
 void oid_fini(void);
 int oid_of_fd(int fd, const struct stat *st, struct woid *out);
@@ -227,7 +227,7 @@ uint64_t change_now(void);
 bool change_moved(uint64_t id, uint64_t since, uint64_t own);
 uint64_t change_of(uint64_t id, const struct stat *st);
 
-/* ---- session.c: sessions, reply cache, open handles ---- */
+/* ---- session*.c: sessions, reply cache, open handles ---- */
 struct session;
 struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen,
 			       const char *peer, int *err);

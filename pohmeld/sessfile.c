@@ -5,7 +5,7 @@
  * safe: its reply cache and its open handles.
  *
  * One file per session, STATEDIR/sessions/UUID-BOOTGEN (hex), a log of
- * records appended with one write(2) each (O_APPEND): what session.c
+ * records appended with one write(2) each (O_APPEND): what session*.c
  * changes in memory it appends here before the reply that depends on it
  * is sent. write(2) without fsync is enough against a dead pohmeld: the
  * kernel keeps the page cache, as it keeps the export's own changes.
