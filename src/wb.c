@@ -337,8 +337,10 @@ void pohmel_wb_age(struct work_struct *work)
 	pohmel_wb_flush(container_of(wb, struct pohmel_sb_info, wb));
 }
 
-/* umount: the log goes out (sync_fs sent it already if the server was
- * up); what cannot go is dropped, counted and logged. */
+/*
+ * umount: the log goes out if the server is there; what cannot go is
+ * dropped and logged (as dirty data of a forced umount is).
+ */
 void pohmel_wb_shutdown(struct pohmel_sb_info *sbi)
 {
 	struct pohmel_wb *wb = &sbi->wb;
