@@ -223,7 +223,8 @@ locked:
 	pohmel_dcache_add(dir, &dentry->d_name, &fa);
 	d_instantiate(dentry, inode);
 	up_read(&wb->grant_sem);
-	mod_delayed_work(system_wq, &wb->age, sbi->opts.wb_delay * HZ);
+	/* the oldest entry's age counts: a pending timer is not pushed back */
+	queue_delayed_work(system_wq, &wb->age, sbi->opts.wb_delay * HZ);
 	return 0;
 }
 
