@@ -102,6 +102,28 @@ int pohmel_set_acl(POHMEL_SET_ACL_PARAMS)
  * applies it; without, the caller's umask applies (as the VFS would
  * without SB_POSIXACL).
  */
+/*
+ * Like pohmel_acl_create_mode, for a create made locally (wb.c): true if
+ * no ACL comes into it (then *mode is what the server will set), false
+ * if the directory's default ACL would give the object ACLs: that create
+ * goes to the server, which applies them.
+ */
+bool pohmel_acl_create_plain(struct inode *dir, umode_t *mode)
+{
+	struct posix_acl *dacl = NULL, *acl = NULL;
+	umode_t m = *mode;
+	bool plain;
+
+	if (posix_acl_create(dir, &m, &dacl, &acl))
+		return false;
+	plain = !dacl && !acl;
+	posix_acl_release(dacl);
+	posix_acl_release(acl);
+	if (plain)
+		*mode = m;
+	return plain;
+}
+
 int pohmel_acl_create_mode(struct inode *dir, umode_t *mode)
 {
 	struct posix_acl *dacl = NULL, *acl = NULL;

@@ -532,6 +532,17 @@ struct pohmel_recall_work {
 	u8 body[POHMEL_RECALL_SIZE];
 };
 
+/* The RECALLs seen so far: a grant made now is capped by later ones. */
+u64 pohmel_conn_stamp(struct pohmel_conn *c)
+{
+	u64 v;
+
+	spin_lock(&c->recall_lock);
+	v = c->recall_seq;
+	spin_unlock(&c->recall_lock);
+	return v;
+}
+
 /*
  * The highest grant a reply may give on object @id when its request was
  * submitted at @stamp: capped by every RECALL of @id that arrived since.

@@ -196,6 +196,8 @@ struct pohmel_conn {
 	u32 gen;
 	u64 reply_seq;			/* replies received, ever; lock */
 	bool grants;			/* FEAT_GRANTS wanted (mount option) */
+	bool writeback;			/* FEAT_IDRANGE, _ASK_GRANT wanted */
+	atomic_t wb_pending;		/* write-back log entries (wb.c) */
 	/* recall_lock protects recall_seq and recall_ring */
 	spinlock_t recall_lock;
 	u64 recall_seq;			/* RECALLs received, ever */
@@ -245,6 +247,7 @@ static inline bool pohmel_conn_grants(struct pohmel_conn *c)
 /* conn.c */
 int pohmel_conn_init(struct pohmel_conn *c);
 void pohmel_conn_release(struct pohmel_conn *c, u64 id, u64 gen, u32 conn_gen);
+u64 pohmel_conn_stamp(struct pohmel_conn *c);
 u32 pohmel_conn_grant_cap(struct pohmel_conn *c, u64 id, u64 stamp,
 			  u32 grant);
 int pohmel_conn_start(struct pohmel_conn *c);

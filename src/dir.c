@@ -256,9 +256,15 @@ static int do_create(struct inode *dir, struct dentry *dentry, u16 op,
 	}
 	if (op != POHMEL_OP_MKNOD)
 		mode &= 07777;
+	err = pohmel_wb_create(dir, dentry, op, op == POHMEL_OP_CREATE ?
+			       S_IFREG | mode : op == POHMEL_OP_MKDIR ?
+			       S_IFDIR | mode : op == POHMEL_OP_SYMLINK ?
+			       S_IFLNK | mode : mode, rdev, target);
+	if (err != -EAGAIN)
+		return err;
 	err = pohmel_rpc_create(pohmel_conn(dir), op, &POHMEL_I(dir)->oid,
 				dentry->d_name.name, dentry->d_name.len, mode,
-				new_encode_dev(rdev), flags, target, tlen,
+				new_encode_dev(rdev), flags, target, tlen, 0,
 				&obj, &pdir);
 	if (err)
 		return err;

@@ -325,6 +325,17 @@ void pohmel_extend_size(struct inode *inode, loff_t end)
  * Our own change made the cached attributes wrong in a way no reply
  * told: forget them, and the grant that would keep serving them.
  */
+/* A name made in @dir locally (wb.c): its times move, as the server's will. */
+void pohmel_touch_dir(struct inode *dir, const struct timespec64 *now)
+{
+	struct pohmel_inode *pi = POHMEL_I(dir);
+
+	spin_lock(&pi->lock);
+	inode_set_mtime_to_ts(dir, *now);
+	inode_set_ctime_to_ts(dir, *now);
+	spin_unlock(&pi->lock);
+}
+
 void pohmel_invalidate_attrs(struct inode *inode)
 {
 	struct pohmel_inode *pi = POHMEL_I(inode);

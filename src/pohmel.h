@@ -39,6 +39,8 @@ struct pohmel_mount_opts {
 	bool soft;
 	bool cache_none;
 	bool no_grants;			/* grants=off */
+	bool writeback;			/* writeback=on: wb.c */
+	unsigned int wb_delay;		/* seconds before the log is sent */
 	unsigned int timeo;		/* seconds */
 	u32 rsize;
 	u32 wsize;
@@ -65,6 +67,19 @@ struct pohmel_vfs_stats {
 	atomic64_t unstable_pages;	/* written, pinned until committed */
 	atomic64_t commits;		/* FSYNCs sent by commit.c */
 	atomic64_t commit_resends;	/* pages sent again: verifier changed */
+	atomic64_t wb_local;		/* objects created locally (wb.c) */
+	atomic64_t wb_flushed;		/* ... and their creates sent */
+	atomic64_t wb_errors;		/* ... refused by the server */
+};
+
+/* The write-back log (wb.c, whose top says what each lock protects). */
+struct pohmel_wb {
+	struct mutex flush_mu;		/* one flush at a time, in order */
+	spinlock_t lock;		/* protects log, id_* */
+	struct list_head log;		/* pohmel_wb_ent, oldest first */
+	u64 id_next, id_end, id_gen;	/* delegated ids left */
+	struct rw_semaphore grant_sem;	/* creators shared, RECALL excl */
+	struct delayed_work age;	/* sends the log after wb_delay */
 };
 
 struct pohmel_sb_info {
@@ -83,6 +98,7 @@ struct pohmel_sb_info {
 	struct pohmel_fstatfs statfs;	/* last answer, for a server away */
 	bool statfs_known;
 	unsigned long statfs_time;	/* jiffies of that answer */
+	struct pohmel_wb wb;		/* write-back log (wb.c) */
 	spinlock_t wt_lock;		/* protects wt_state, wt_gen */
 	u8 wt_state;			/* POHMEL_WT_*, mount-wide: syncfs */
 	u32 wt_gen;
@@ -257,6 +273,18 @@ int pohmel_flock(struct file *file, int cmd, struct file_lock *fl);
 struct pohmel_unstable;
 u32 pohmel_verf_gen(struct inode *inode);
 int pohmel_commit_fs(struct super_block *sb);
+
+/* wb.c */
+void pohmel_wb_init(struct pohmel_sb_info *sbi);
+int pohmel_wb_create(struct inode *dir, struct dentry *dentry, u16 op,
+		     umode_t mode, dev_t rdev, const char *target);
+int pohmel_wb_flush(struct pohmel_sb_info *sbi);
+void pohmel_wb_recall_begin(struct pohmel_sb_info *sbi);
+void pohmel_wb_recall_end(struct pohmel_sb_info *sbi);
+void pohmel_wb_age(struct work_struct *work);
+void pohmel_wb_shutdown(struct pohmel_sb_info *sbi);
+void pohmel_touch_dir(struct inode *dir, const struct timespec64 *now);
+bool pohmel_acl_create_plain(struct inode *dir, umode_t *mode);
 struct pohmel_unstable *pohmel_unstable_alloc(unsigned int nr);
 void pohmel_unstable_add(struct inode *inode, struct pohmel_unstable *u,
 			 struct folio **folios, unsigned int nr, loff_t pos,

@@ -33,6 +33,7 @@ bool pohmel_op_needs_seq(u16 op)
 	case POHMEL_OP_SETXATTR:
 	case POHMEL_OP_REMOVEXATTR:
 	case POHMEL_OP_LOCK:
+	case POHMEL_OP_IDRANGE:
 		return true;
 	default:
 		return false;
@@ -327,7 +328,23 @@ int pohmel_check_reply(const struct pohmel_req *req, const u8 *p, u32 len)
 	case POHMEL_OP_UNLINK:
 	case POHMEL_OP_RMDIR:
 	case POHMEL_OP_FSYNC:
+	case POHMEL_OP_GRANT:
 		return check_attrs(p, len, 1);
+	case POHMEL_OP_IDRANGE: {
+		const struct pohmel_idrange *r = (const void *)p;
+		u64 start;
+		u32 n;
+
+		if (len != POHMEL_IDRANGE_SIZE)
+			return -EPROTO;
+		start = be64_to_cpu(r->start);
+		n = be32_to_cpu(r->count);
+		/* ids are never 0 and never wrap; the range is not empty */
+		if (!start || !r->gen || !n || n > req->want ||
+		    start + n < start)
+			return -EPROTO;
+		return 0;
+	}
 	case POHMEL_OP_CREATE:
 	case POHMEL_OP_MKDIR:
 	case POHMEL_OP_MKNOD:

@@ -618,19 +618,23 @@ static loff_t pohmel_dir_llseek(struct file *file, loff_t off, int whence)
 /*
  * fsync(dir): the server makes the directory's entries stable (names
  * created, removed or renamed in it), as fsync(2) of a directory does
- * on ext4. Namespace changes are not buffered here, so nothing to send
- * first; if the server's restart lost some of them, EIO (commit.c).
+ * on ext4. Creates made locally (wb.c) are sent first, as before any
+ * request; if the server's restart lost some of them, EIO (commit.c);
+ * if the server refused one, its error, once per opener (errseq).
  */
 static int pohmel_dir_fsync(struct file *file, loff_t start, loff_t end,
 			    int datasync)
 {
 	struct inode *dir = file_inode(file);
 	struct pohmel_fattr fa;
-	int err;
+	int err, werr;
 
 	err = pohmel_commit(dir, NULL, 0, &fa);
+	werr = file_check_and_advance_wb_err(file);
 	if (err)
 		return err;
+	if (werr)
+		return werr;
 	return pohmel_refresh_inode(dir, &fa, 0);
 }
 

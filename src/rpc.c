@@ -75,8 +75,26 @@ static int check_name_arg(const char *name, u32 len)
 	return pohmel_check_name(name, len);
 }
 
-/* Call and hand back the request (caller puts it), or an error. */
+/*
+ * Call and hand back the request (caller puts it), or an error. Creates
+ * made locally go first (wb.c): nothing reaches the server ahead of an
+ * object it may name. The log's own creates go by send() below.
+ */
 static int call(struct pohmel_conn *c, struct pohmel_req *req)
+{
+	int err = 0;
+
+	if (unlikely(atomic_read(&c->wb_pending)))
+		err = pohmel_wb_flush_conn(c);
+	if (!err)
+		err = pohmel_conn_call(c, req);
+	if (err)
+		pohmel_req_put(req);
+	return err;
+}
+
+/* call() without the log: for the log's own entries. */
+static int send(struct pohmel_conn *c, struct pohmel_req *req)
 {
 	int err = pohmel_conn_call(c, req);
 
@@ -227,7 +245,7 @@ static void decode_entry(struct pohmel_req *req, struct pohmel_fattr *obj,
 int pohmel_rpc_create(struct pohmel_conn *c, u16 op,
 		      const struct pohmel_foid *dir, const char *name, u32 len,
 		      u32 mode, u32 rdev, u32 flags, const char *target,
-		      u32 tlen, struct pohmel_fattr *obj,
+		      u32 tlen, u64 id, struct pohmel_fattr *obj,
 		      struct pohmel_fattr *pdir)
 {
 	struct pohmel_create *b;
@@ -238,7 +256,8 @@ int pohmel_rpc_create(struct pohmel_conn *c, u16 op,
 		return err;
 	if (tlen > POHMEL_PATH_MAX)
 		return -ENAMETOOLONG;
-	req = pohmel_req_alloc(c, op, POHMEL_CREATE_SIZE + len + tlen, true);
+	req = pohmel_req_alloc(c, op, POHMEL_CREATE_SIZE + 8 + len + tlen,
+			       true);
 	if (!req)
 		return -ENOMEM;
 	b = pohmel_req_append(req, POHMEL_CREATE_SIZE);
@@ -250,13 +269,66 @@ int pohmel_rpc_create(struct pohmel_conn *c, u16 op,
 	b->gid = cpu_to_be32(from_kgid_munged(&init_user_ns, current_fsgid()));
 	b->namelen = cpu_to_be16(len);
 	b->tgtlen = cpu_to_be16(tlen);
+	if (flags & POHMEL_CREATE_ID) {
+		__be64 *w = pohmel_req_append(req, sizeof(*w));
+
+		if (w)
+			*w = cpu_to_be64(id);
+	}
 	pohmel_req_append_name(req, name, len);
 	if (tlen)
 		pohmel_req_append_name(req, target, tlen);
-	err = call(c, req);
+	err = flags & POHMEL_CREATE_ID ? send(c, req) : call(c, req);
 	if (err)
 		return err;
 	decode_entry(req, obj, pdir);
+	return 0;
+}
+
+int pohmel_rpc_idrange(struct pohmel_conn *c, u32 want, u64 *start,
+		       u64 *gen, u32 *count)
+{
+	const struct pohmel_idrange *r;
+	struct pohmel_idrange *b;
+	struct pohmel_req *req;
+	int err;
+
+	req = pohmel_req_alloc(c, POHMEL_OP_IDRANGE, POHMEL_IDRANGE_SIZE,
+			       true);
+	if (!req)
+		return -ENOMEM;
+	req->want = want;
+	b = pohmel_req_append(req, POHMEL_IDRANGE_SIZE);
+	b->count = cpu_to_be32(want);
+	err = call(c, req);
+	if (err)
+		return err;
+	r = (const void *)req->rbuf;
+	*start = be64_to_cpu(r->start);
+	*gen = be64_to_cpu(r->gen);
+	*count = be32_to_cpu(r->count);
+	pohmel_req_put(req);
+	return 0;
+}
+
+int pohmel_rpc_grant(struct pohmel_conn *c, const struct pohmel_foid *oid,
+		     u32 want, struct pohmel_fattr *fa)
+{
+	struct pohmel_grant_req *b;
+	struct pohmel_req *req;
+	int err;
+
+	req = pohmel_req_alloc(c, POHMEL_OP_GRANT, POHMEL_GRANT_REQ_SIZE, true);
+	if (!req)
+		return -ENOMEM;
+	b = pohmel_req_append(req, POHMEL_GRANT_REQ_SIZE);
+	put_oid(&b->oid, oid);
+	b->want = cpu_to_be32(want);
+	err = call(c, req);
+	if (err)
+		return err;
+	reply_attr(req, req->rbuf, fa);
+	pohmel_req_put(req);
 	return 0;
 }
 

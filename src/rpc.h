@@ -88,10 +88,15 @@ int pohmel_rpc_lookup(struct pohmel_conn *c, const struct pohmel_foid *dir,
 		      const char *name, u32 len, struct pohmel_fattr *fa);
 int pohmel_rpc_setattr(struct pohmel_conn *c, const struct pohmel_foid *oid,
 		       const struct pohmel_sattr *sa, struct pohmel_fattr *fa);
+int pohmel_rpc_idrange(struct pohmel_conn *c, u32 want, u64 *start,
+		       u64 *gen, u32 *count);
+int pohmel_rpc_grant(struct pohmel_conn *c, const struct pohmel_foid *oid,
+		     u32 want, struct pohmel_fattr *fa);
+int pohmel_wb_flush_conn(struct pohmel_conn *c);
 int pohmel_rpc_create(struct pohmel_conn *c, u16 op,
 		      const struct pohmel_foid *dir, const char *name, u32 len,
 		      u32 mode, u32 rdev, u32 flags, const char *target,
-		      u32 tlen, struct pohmel_fattr *obj,
+		      u32 tlen, u64 id, struct pohmel_fattr *obj,
 		      struct pohmel_fattr *pdir);
 int pohmel_rpc_link(struct pohmel_conn *c, const struct pohmel_foid *obj,
 		    const struct pohmel_foid *dir, const char *name, u32 len,

@@ -122,6 +122,8 @@ int pohmel_session_handshake(struct pohmel_conn *c, struct socket *sock)
 		want |= POHMEL_FEAT_GRANTS | POHMEL_FEAT_RELEASE;
 	if (!s->proto10)
 		want |= POHMEL_FEAT_STABLE | POHMEL_FEAT_FD_ACCESS;
+	if (!s->proto10 && c->writeback)
+		want |= POHMEL_FEAT_IDRANGE | POHMEL_FEAT_ASK_GRANT;
 	get_random_bytes(nonce_c, sizeof(nonce_c));
 	memset(&hello, 0, sizeof(hello));
 	hello.magic = cpu_to_be32(POHMEL_MAGIC);

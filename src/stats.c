@@ -74,6 +74,9 @@ int pohmel_show_stats(struct seq_file *m, struct dentry *root)
 	S("unstable_pages", &vs->unstable_pages);
 	S("commits", &vs->commits);
 	S("commit_resends", &vs->commit_resends);
+	S("wb_local", &vs->wb_local);
+	S("wb_flushed", &vs->wb_flushed);
+	S("wb_errors", &vs->wb_errors);
 	seq_puts(m, "\tops:");
 	for (i = 1; i < POHMEL_OP_MAX; i++)
 		if (op_names[i])

@@ -26,7 +26,8 @@
 
 enum {
 	OPT_PORT, OPT_KEY, OPT_KEYFILE, OPT_SOFT, OPT_HARD, OPT_TIMEO,
-	OPT_CACHE, OPT_RSIZE, OPT_WSIZE, OPT_GRANTS,
+	OPT_CACHE, OPT_RSIZE, OPT_WSIZE, OPT_GRANTS, OPT_WRITEBACK,
+	OPT_WB_DELAY,
 };
 
 enum { CACHE_STRICT, CACHE_NONE };
@@ -55,6 +56,8 @@ static const struct fs_parameter_spec pohmel_params[] = {
 	fsparam_u32("rsize", OPT_RSIZE),
 	fsparam_u32("wsize", OPT_WSIZE),
 	fsparam_enum("grants", OPT_GRANTS, pohmel_grant_modes),
+	fsparam_enum("writeback", OPT_WRITEBACK, pohmel_grant_modes),
+	fsparam_u32("wb_delay", OPT_WB_DELAY),
 	{}
 };
 
@@ -113,6 +116,15 @@ static int pohmel_parse_param(struct fs_context *fc,
 		break;
 	case OPT_GRANTS:
 		o->no_grants = r.uint_32 == GRANTS_OFF;
+		break;
+	case OPT_WRITEBACK:
+		o->writeback = r.uint_32 == GRANTS_ON;
+		break;
+	case OPT_WB_DELAY:
+		if (!r.uint_32 || r.uint_32 > 3600)
+			return invalf(fc, "pohmel: wb_delay=%u must be 1..3600 seconds",
+				      r.uint_32);
+		o->wb_delay = r.uint_32;
 		break;
 	case OPT_RSIZE:
 	case OPT_WSIZE:
@@ -272,6 +284,8 @@ static int pohmel_show_options(struct seq_file *m, struct dentry *root)
 		   o->port, o->soft ? "soft" : "hard", o->timeo,
 		   o->cache_none ? "none" : "strict", sbi->rsize, sbi->wsize,
 		   pohmel_conn_grants(&sbi->conn) ? "on" : "off");
+	if (o->writeback)
+		seq_printf(m, ",writeback=on,wb_delay=%u", o->wb_delay);
 	if (o->keylen)
 		seq_puts(m, ",auth");
 	return 0;
@@ -340,11 +354,14 @@ static const struct super_operations pohmel_sops = {
 	.show_stats	= pohmel_show_stats,
 };
 
+/* What was made under a grant goes out before the grant does. */
 static void pohmel_recall(void *priv, const struct pohmel_recall *rec)
 {
 	struct pohmel_sb_info *sbi = priv;
 
+	pohmel_wb_recall_begin(sbi);
 	pohmel_recall_inode(sbi->sb, rec);
+	pohmel_wb_recall_end(sbi);
 }
 
 static const struct pohmel_conn_ops pohmel_conn_ops = {
@@ -386,6 +403,7 @@ static int pohmel_fill_super(struct super_block *sb, struct fs_context *fc)
 	c->priv = sbi;
 	/* cache=none caches nothing, so it has nothing to hold grants for */
 	c->grants = !o->no_grants && !o->cache_none;
+	c->writeback = o->writeback && c->grants;
 	err = pohmel_conn_start(c);
 	if (err) {
 		pr_err("mount %s: %pISpc: %s (error %d)\n", fc->source,
@@ -493,6 +511,8 @@ static int pohmel_init_fs_context(struct fs_context *fc)
 	sbi->conn.net = get_net(fc->net_ns);
 	spin_lock_init(&sbi->statfs_lock);
 	spin_lock_init(&sbi->wt_lock);
+	pohmel_wb_init(sbi);
+	sbi->opts.wb_delay = 5;
 	sbi->opts.port = POHMEL_DEFAULT_PORT;
 	sbi->opts.timeo = 60;
 	sbi->opts.rsize = POHMEL_MAX_DATA;
@@ -510,6 +530,9 @@ static void pohmel_kill_sb(struct super_block *sb)
 	/* no recall may look at the superblock once it is going */
 	pohmel_conn_stop_recalls(c);
 	WRITE_ONCE(sbi->umounting, true);
+	/* the log holds inodes: sent (or dropped) before they are evicted */
+	if (sb->s_root)
+		pohmel_wb_shutdown(sbi);
 	kill_anon_super(sb);
 	/* say goodbye if the server is there, but never wait for long */
 	if (READ_ONCE(c->up)) {

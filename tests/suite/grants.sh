@@ -11,7 +11,8 @@
 #     listed, a stat of every name in it costs one READDIR, not a LOOKUP
 #     per name;
 #   idle handles: opening and closing more files than the server allows
-#     open per session leaves room for new files.
+#     open per session leaves room for new files;
+#   write-back: creates under a directory write grant (writeback.c).
 # Prints recall latencies as TAP comments (not asserted).
 # Usage: grants.sh W1 W2 SCRATCH [local]
 w1=$1 w2=$2 scratch=$3 local=${4:-}
@@ -230,4 +231,23 @@ many_ok() {
 }
 check "grants: afterwards a new file can be created and all opened again" many_ok
 rm -rf "$ex/many"
+
+# --- write-back: creates made locally under a directory write grant ---
+# (src/wb.c; a third mount with writeback=on; tests/suite/writeback.c)
+wbm=$scratch/wb.mnt
+mkdir -p "$wbm"
+if timeout -k 5 60 mount -t pohmel -o writeback=on,wb_delay=1 127.0.0.1:/ "$wbm"; then
+	mkdir -p "$w1/wbt"
+	"$POHMEL_TESTBIN/writeback" "$wbm$rel/wbt" "$w2/wbt" "$wbm" "$ex/wbt" >"$scratch/wb.tap" 2>&1
+	rc=$?
+	relay_tap "grants: " "$scratch/wb.tap"
+	grep -q '^ok ' "$scratch/wb.tap" && ! grep -q '^Bail out' "$scratch/wb.tap" ||
+		fail "grants: writeback helper ran (status $rc)"
+	[ "$rc" = 0 ] || grep -q '^not ok' "$scratch/wb.tap" ||
+		fail "grants: writeback helper exited with status $rc"
+	rm -rf "$w1/wbt"
+	timeout -k 5 60 umount "$wbm" || fail "grants: the writeback mount unmounts"
+else
+	fail "grants: a mount with writeback=on"
+fi
 tap_finish

@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * wb.c - the write-back log: objects created locally under a directory
+ * write grant, sent to the server later, in order (mount option
+ * writeback; protocol 1.2, POHMEL_FEAT_IDRANGE and _ASK_GRANT).
+ *
+ * Holding EXCL on a directory (asked for with GRANT), the client creates
+ * a file, directory, symlink or node in it without a round trip: the new
+ * object takes an id from a range the server delegated to the session
+ * (IDRANGE), so its inode number is final at once, and the create goes
+ * on the mount's log. The log is sent (each entry a CREATE with
+ * POHMEL_CREATE_ID, with the creator's credentials) before anything
+ * else goes to the server, before a RECALL is acked, and after
+ * wb_delay seconds. So every request the server sees comes after the
+ * creates it may depend on, and another client, whose lookup or listing
+ * of the directory recalls the grant, sees every name made under it.
+ *
+ * Lock rules:
+ * - wb->lock (spinlock) protects the log and the id pool.
+ * - wb->flush_mu serializes flushes: entries leave the log in order and
+ *   are sent one at a time. Taken by whichever thread is about to send
+ *   a request while the log is not empty (rpc.c), never while holding
+ *   wb->lock.
+ * - wb->grant_sem: creators hold it shared from the check that the
+ *   directory is EXCL until the entry is on the log; a RECALL takes it
+ *   exclusive, flushes and gives the grant up under it, so no entry is
+ *   made under a grant the server already took back. Nothing is sent
+ *   to the server while it is held shared.
+ */
+#include <linux/cred.h>
+#include <linux/slab.h>
+
+#include "pohmel.h"
+
+struct pohmel_wb_ent {
+	struct list_head list;		/* wb->log; wb->lock */
+	struct inode *dir;		/* held */
+	struct inode *inode;		/* held: made locally */
+	const struct cred *cred;	/* the creator's */
+	u64 id;
+	u16 op;
+	u32 mode;
+	u32 rdev;
+	u16 namelen;
+	u16 tlen;
+	char data[];			/* name, then the symlink target */
+};
+
+#define POHMEL_WB_IDS	1024	/* ids asked for at a time */
+
+void pohmel_wb_init(struct pohmel_sb_info *sbi)
+{
+	struct pohmel_wb *wb = &sbi->wb;
+
+	mutex_init(&wb->flush_mu);
+	spin_lock_init(&wb->lock);
+	INIT_LIST_HEAD(&wb->log);
+	init_rwsem(&wb->grant_sem);
+	INIT_DELAYED_WORK(&wb->age, pohmel_wb_age);
+}
+
+static bool wb_usable(struct inode *dir)
+{
+	struct pohmel_sb_info *sbi = POHMEL_SB(dir->i_sb);
+	u64 need = POHMEL_FEAT_IDRANGE | POHMEL_FEAT_ASK_GRANT |
+		   POHMEL_FEAT_GRANTS;
+
+	return sbi->opts.writeback &&
+	       (READ_ONCE(sbi->conn.sess.features) & need) == need &&
+	       pohmel_conn_grants(&sbi->conn);
+}
+
+/* An id from the pool (wb->lock held); 0 if it is empty. */
+static u64 take_id(struct pohmel_wb *wb, u64 *gen)
+{
+	lockdep_assert_held(&wb->lock);
+	if (wb->id_next >= wb->id_end)
+		return 0;
+	*gen = wb->id_gen;
+	return wb->id_next++;
+}
+
+static int refill_ids(struct pohmel_sb_info *sbi)
+{
+	struct pohmel_wb *wb = &sbi->wb;
+	u64 start, gen;
+	u32 count;
+	int err;
+
+	err = pohmel_rpc_idrange(&sbi->conn, POHMEL_WB_IDS, &start, &gen,
+				 &count);
+	if (err)
+		return err;
+	spin_lock(&wb->lock);
+	if (wb->id_next >= wb->id_end) {
+		wb->id_next = start;
+		wb->id_end = start + count;
+		wb->id_gen = gen;
+	}
+	spin_unlock(&wb->lock);
+	return 0;
+}
+
+/* EXCL on @dir, asked for if need be; false if the server says no. */
+static bool dir_excl(struct inode *dir)
+{
+	struct pohmel_fattr fa;
+
+	if (pohmel_grant(dir, NULL) == POHMEL_GRANT_EXCL)
+		return true;
+	if (pohmel_rpc_grant(pohmel_conn(dir), &POHMEL_I(dir)->oid,
+			     POHMEL_GRANT_EXCL, &fa))
+		return false;
+	pohmel_refresh_inode(dir, &fa, POHMEL_REFRESH_OWN);
+	return pohmel_grant(dir, NULL) == POHMEL_GRANT_EXCL;
+}
+
+/* The attributes the server will give the new object. */
+static void local_attr(struct inode *dir, u16 op, umode_t mode, dev_t rdev,
+		       u32 tlen, u64 id, u64 gen, struct pohmel_fattr *fa)
+{
+	struct timespec64 now = current_time(dir);
+	struct pohmel_conn *c = pohmel_conn(dir);
+
+	memset(fa, 0, sizeof(*fa));
+	fa->oid.id = id;
+	fa->oid.gen = gen;
+	fa->mode = mode;
+	fa->uid = from_kuid_munged(&init_user_ns, current_fsuid());
+	fa->gid = from_kgid_munged(&init_user_ns, current_fsgid());
+	if (dir->i_mode & S_ISGID) {
+		fa->gid = from_kgid_munged(&init_user_ns, dir->i_gid);
+		if (op == POHMEL_OP_MKDIR)
+			fa->mode |= S_ISGID;
+	}
+	fa->nlink = op == POHMEL_OP_MKDIR ? 2 : 1;
+	fa->size = op == POHMEL_OP_SYMLINK ? tlen : 0;
+	fa->rdev = new_encode_dev(rdev);
+	fa->atime = now;
+	fa->mtime = now;
+	fa->ctime = now;
+	fa->blksize = PAGE_SIZE;
+	/* nobody else can reach it before the flush: ours alone */
+	fa->grant = POHMEL_GRANT_EXCL;
+	fa->gen = READ_ONCE(c->gen);
+	fa->stamp = pohmel_conn_stamp(c);
+}
+
+/*
+ * Create @dentry in @dir locally (see the top). 0 when done, -EAGAIN
+ * when it must go to the server now (write-back off or impossible
+ * here: no grant, a default ACL to apply), or an error.
+ */
+int pohmel_wb_create(struct inode *dir, struct dentry *dentry, u16 op,
+		     umode_t mode, dev_t rdev, const char *target)
+{
+	struct pohmel_sb_info *sbi = POHMEL_SB(dir->i_sb);
+	u32 tlen = target ? strlen(target) : 0;
+	struct pohmel_wb *wb = &sbi->wb;
+	struct pohmel_wb_ent *ent;
+	struct pohmel_fattr fa;
+	struct inode *inode;
+	u64 id, gen = 0;
+	int tries;
+
+	if (!wb_usable(dir) || tlen > POHMEL_PATH_MAX)
+		return -EAGAIN;
+	if (op != POHMEL_OP_SYMLINK && !pohmel_acl_create_plain(dir, &mode))
+		return -EAGAIN;
+	ent = kzalloc(sizeof(*ent) + dentry->d_name.len + tlen, GFP_KERNEL);
+	if (!ent)
+		return -ENOMEM;
+	for (tries = 0; tries < 3; tries++) {
+		if (!dir_excl(dir))
+			break;
+		down_read(&wb->grant_sem);
+		spin_lock(&wb->lock);
+		id = take_id(wb, &gen);
+		spin_unlock(&wb->lock);
+		if (id && pohmel_grant(dir, NULL) == POHMEL_GRANT_EXCL)
+			goto locked;
+		up_read(&wb->grant_sem);
+		if (!id && refill_ids(sbi))
+			break;
+	}
+	kfree(ent);
+	return -EAGAIN;
+
+locked:
+	local_attr(dir, op, mode, rdev, tlen, id, gen, &fa);
+	inode = pohmel_iget(dir->i_sb, &fa);
+	if (IS_ERR(inode)) {
+		up_read(&wb->grant_sem);
+		kfree(ent);
+		return PTR_ERR(inode);
+	}
+	ent->dir = igrab(dir);
+	ihold(inode);
+	ent->inode = inode;
+	ent->cred = get_current_cred();
+	ent->id = id;
+	ent->op = op;
+	ent->mode = op == POHMEL_OP_MKNOD ? mode : mode & 07777;
+	ent->rdev = new_encode_dev(rdev);
+	ent->namelen = dentry->d_name.len;
+	ent->tlen = tlen;
+	memcpy(ent->data, dentry->d_name.name, ent->namelen);
+	if (tlen)
+		memcpy(ent->data + ent->namelen, target, tlen);
+	/* on the log before the name is visible: see rpc.c */
+	spin_lock(&wb->lock);
+	list_add_tail(&ent->list, &wb->log);
+	spin_unlock(&wb->lock);
+	atomic_inc(&sbi->conn.wb_pending);
+	atomic64_inc(&sbi->stats.wb_local);
+
+	if (op == POHMEL_OP_MKDIR) {
+		inc_nlink(dir);
+		pohmel_dcache_new_dir(inode);
+	}
+	pohmel_touch_dir(dir, &fa.mtime);
+	dentry->d_time = (unsigned long)pohmel_grant_epoch(dir);
+	pohmel_dcache_add(dir, &dentry->d_name, &fa);
+	d_instantiate(dentry, inode);
+	up_read(&wb->grant_sem);
+	/* the oldest entry's age counts: a pending timer is not pushed back */
+	queue_delayed_work(system_wq, &wb->age, sbi->opts.wb_delay * HZ);
+	return 0;
+}
+
+static bool transient(int err)
+{
+	return err == -ETIMEDOUT || err == -EINTR || err == -ERESTARTSYS ||
+	       err == -ENOMEM || err == -EAGAIN;
+}
+
+/* One entry to the server; a transient error keeps it on the log. */
+static int flush_one(struct pohmel_sb_info *sbi, struct pohmel_wb_ent *ent)
+{
+	u32 gen = pohmel_verf_gen(ent->dir);
+	struct pohmel_fattr obj, pdir;
+	const struct cred *old;
+	int err;
+
+	old = override_creds(ent->cred);
+	err = pohmel_rpc_create(&sbi->conn, ent->op, &POHMEL_I(ent->dir)->oid,
+				ent->data, ent->namelen, ent->mode, ent->rdev,
+				POHMEL_CREATE_ID,
+				ent->tlen ? ent->data + ent->namelen : NULL,
+				ent->tlen, ent->id, &obj, &pdir);
+	revert_creds(old);
+	if (transient(err))
+		return err;
+	if (!err) {
+		pohmel_write_through_done(ent->dir, gen);
+		pohmel_refresh_inode(ent->dir, &pdir, POHMEL_REFRESH_OWN);
+		pohmel_refresh_inode(ent->inode, &obj, POHMEL_REFRESH_OWN);
+		atomic64_inc(&sbi->stats.wb_flushed);
+		return 0;
+	}
+	/* the server refused it: the next fsync/syncfs reports it */
+	atomic64_inc(&sbi->stats.wb_errors);
+	pr_warn_ratelimited("%pISpc: a create made locally in directory %llu (\"%.*s\") failed on the server: error %d\n",
+			    &sbi->conn.addr, POHMEL_I(ent->dir)->oid.id,
+			    ent->namelen, ent->data, err);
+	mapping_set_error(ent->dir->i_mapping, err);
+	pohmel_invalidate_attrs(ent->dir);
+	pohmel_dcache_drop(ent->dir);
+	clear_nlink(ent->inode);
+	pohmel_invalidate_attrs(ent->inode);
+	return 0;
+}
+
+static void free_ent(struct pohmel_wb_ent *ent)
+{
+	iput(ent->inode);
+	iput(ent->dir);
+	put_cred(ent->cred);
+	kfree(ent);
+}
+
+/*
+ * Send the whole log, in order; 0, or the transient error that stopped
+ * it (the entry stays first, for the next flush).
+ */
+int pohmel_wb_flush(struct pohmel_sb_info *sbi)
+{
+	struct pohmel_wb *wb = &sbi->wb;
+	struct pohmel_wb_ent *ent;
+	int err = 0;
+
+	if (!atomic_read(&sbi->conn.wb_pending))
+		return 0;
+	mutex_lock(&wb->flush_mu);
+	for (;;) {
+		spin_lock(&wb->lock);
+		ent = list_first_entry_or_null(&wb->log, struct pohmel_wb_ent,
+					       list);
+		spin_unlock(&wb->lock);
+		if (!ent)
+			break;
+		err = flush_one(sbi, ent);
+		if (err)
+			break;
+		spin_lock(&wb->lock);
+		list_del(&ent->list);
+		spin_unlock(&wb->lock);
+		atomic_dec(&sbi->conn.wb_pending);
+		free_ent(ent);
+	}
+	mutex_unlock(&wb->flush_mu);
+	return err;
+}
+
+/* rpc.c: before any request but the log's own, while it has entries. */
+int pohmel_wb_flush_conn(struct pohmel_conn *c)
+{
+	return pohmel_wb_flush(container_of(c, struct pohmel_sb_info, conn));
+}
+
+/* A RECALL: no new entry under the grant; everything sent first. */
+void pohmel_wb_recall_begin(struct pohmel_sb_info *sbi)
+{
+	down_write(&sbi->wb.grant_sem);
+	pohmel_wb_flush(sbi);
+}
+
+void pohmel_wb_recall_end(struct pohmel_sb_info *sbi)
+{
+	up_write(&sbi->wb.grant_sem);
+}
+
+void pohmel_wb_age(struct work_struct *work)
+{
+	struct pohmel_wb *wb = container_of(to_delayed_work(work),
+					    struct pohmel_wb, age);
+
+	pohmel_wb_flush(container_of(wb, struct pohmel_sb_info, wb));
+}
+
+/*
+ * umount: the log goes out if the server is there; what cannot go is
+ * dropped and logged (as dirty data of a forced umount is).
+ */
+void pohmel_wb_shutdown(struct pohmel_sb_info *sbi)
+{
+	struct pohmel_wb *wb = &sbi->wb;
+	struct pohmel_wb_ent *ent, *tmp;
+	LIST_HEAD(left);
+
+	cancel_delayed_work_sync(&wb->age);
+	if (pohmel_conn_is_up(&sbi->conn))
+		pohmel_wb_flush(sbi);
+	spin_lock(&wb->lock);
+	list_splice_init(&wb->log, &left);
+	spin_unlock(&wb->lock);
+	list_for_each_entry_safe(ent, tmp, &left, list) {
+		pr_warn("%pISpc: umount: a create made locally (\"%.*s\") never reached the server\n",
+			&sbi->conn.addr, ent->namelen, ent->data);
+		atomic_dec(&sbi->conn.wb_pending);
+		list_del(&ent->list);
+		free_ent(ent);
+	}
+}

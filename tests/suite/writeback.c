@@ -1,0 +1,214 @@
+/* writeback WB W2 WBMNT EXPORTDIR: objects created locally under a
+ * directory write grant (src/wb.c), through a mount with writeback=on and
+ * wb_delay=1 at WBMNT; WB is a fresh directory on it, W2 the same one
+ * through mount 2 (another client), EXPORTDIR the same one in the
+ * server's export.
+ *   local    mkdir, mknod (file, fifo) and symlink in a directory the
+ *            mount holds EXCL: no create request is sent (mountstats),
+ *            the objects are there at once, with their final inode
+ *            numbers, and stat of them sends nothing either;
+ *   recall   mount 2's listing of the directory recalls the grant: the
+ *            writer sends its creates first, and mount 2 sees every name,
+ *            with the same inode numbers and types;
+ *   fsync    fsync of the directory sends what is pending;
+ *   age      left alone, the log goes out after wb_delay;
+ *   conflict a name made in the export meanwhile: the flushed create
+ *            fails (EEXIST), is counted, and the directory's next fsync
+ *            reports it.
+ */
+#include "tap.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define N	40
+
+static const char *wbmnt;
+
+/* A counter of WBMNT in /proc/self/mountstats ("ops:" entries as
+ * "op=N", the others as "key: N"), -1 if missing. */
+static long long mstat(const char *key)
+{
+	char line[4096], want[300], opkey[64], k2[64];
+	long long v = -1;
+	int on = 0;
+	FILE *f = fopen("/proc/self/mountstats", "r");
+
+	if (!f)
+		return -1;
+	snprintf(want, sizeof(want), " mounted on %s with fstype pohmel", wbmnt);
+	snprintf(opkey, sizeof(opkey), " %s=", key);
+	snprintf(k2, sizeof(k2), "%s:", key);
+	while (fgets(line, sizeof(line), f)) {
+		char *p, *s = line;
+
+		if (!strncmp(line, "device ", 7)) {
+			on = strstr(line, want) != NULL;
+			continue;
+		}
+		if (!on)
+			continue;
+		while (*s == ' ' || *s == '\t')
+			s++;
+		if (!strncmp(s, k2, strlen(k2)))
+			v = atoll(s + strlen(k2));
+		else if (!strncmp(s, "ops:", 4) && (p = strstr(s, opkey)))
+			v = atoll(p + strlen(opkey));
+	}
+	fclose(f);
+	return v;
+}
+
+static long long creates(void)
+{
+	return mstat("create") + mstat("mkdir") + mstat("mknod") +
+	       mstat("symlink");
+}
+
+static int make(const char *dir, int i)
+{
+	char p[4200];
+
+	snprintf(p, sizeof(p), "%s/n%d", dir, i);
+	switch (i % 4) {
+	case 0:
+		return mkdir(p, 0755);
+	case 1:
+		return mknod(p, S_IFREG | 0644, 0);
+	case 2:
+		return mkfifo(p, 0600);
+	default:
+		return symlink("target", p);
+	}
+}
+
+static int type_ok(const struct stat *st, int i)
+{
+	switch (i % 4) {
+	case 0:
+		return S_ISDIR(st->st_mode);
+	case 1:
+		return S_ISREG(st->st_mode);
+	case 2:
+		return S_ISFIFO(st->st_mode);
+	default:
+		return S_ISLNK(st->st_mode);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	long long c0, c1, l0, f0, g0;
+	char d[4200], d2[4200], p[4300], ex[4200];
+	ino_t ino[N];
+	struct stat st;
+	int i, ok, fd, names;
+	DIR *dh;
+	struct dirent *de;
+
+	if (argc != 5)
+		die("usage: writeback WB W2 WBMNT EXPORTDIR");
+	wbmnt = argv[3];
+	tap_init();
+
+	/* local */
+	snprintf(d, sizeof(d), "%s/wb", argv[1]);
+	snprintf(d2, sizeof(d2), "%s/wb", argv[2]);
+	snprintf(ex, sizeof(ex), "%s/wb", argv[4]);
+	tap_check(mkdir(d, 0755) == 0 && make(d, 1000) == 0,
+		  "writeback: a directory and a first name in it (asks for the grant and ids)");
+	c0 = creates();
+	l0 = mstat("wb_local");
+	g0 = mstat("getattr");
+	ok = 1;
+	for (i = 0; i < N; i++)
+		if (make(d, i))
+			ok = 0;
+	tap_check(ok, "writeback: local: %d mkdir/mknod/mkfifo/symlink", N);
+	c1 = creates();
+	tap_check(c0 >= 0 && c1 == c0,
+		  "writeback: local: no create request sent (%lld -> %lld)", c0, c1);
+	tap_check(mstat("wb_local") == l0 + N,
+		  "writeback: local: mountstats wb_local counts them (%lld -> %lld)",
+		  l0, mstat("wb_local"));
+	ok = 1;
+	for (i = 0; i < N; i++) {
+		snprintf(p, sizeof(p), "%s/n%d", d, i);
+		if (lstat(p, &st) || !type_ok(&st, i))
+			ok = 0;
+		ino[i] = st.st_ino;
+	}
+	tap_check(ok, "writeback: local: each is there at once, of its type");
+	tap_check(mstat("getattr") == g0 && creates() == c0,
+		  "writeback: local: stat of them sends nothing either");
+
+	/* recall */
+	f0 = mstat("wb_flushed");
+	names = 0;
+	dh = opendir(d2);
+	while (dh && (de = readdir(dh)))
+		names += de->d_name[0] == 'n';
+	if (dh)
+		closedir(dh);
+	tap_check(names == N + 1,
+		  "writeback: recall: mount 2 lists all %d names (%d)", N + 1, names);
+	tap_check(mstat("wb_flushed") >= f0 + N,
+		  "writeback: recall: the writer sent its creates first (wb_flushed %lld -> %lld)",
+		  f0, mstat("wb_flushed"));
+	ok = 1;
+	for (i = 0; i < N; i++) {
+		snprintf(p, sizeof(p), "%s/n%d", d2, i);
+		if (lstat(p, &st) || !type_ok(&st, i) || st.st_ino != ino[i])
+			ok = 0;
+	}
+	tap_check(ok, "writeback: recall: mount 2 sees each with its type and the inode number the writer gave it");
+
+	/* fsync */
+	tap_check(make(d, 1001) == 0 && creates() >= c0,
+		  "writeback: fsync: one more name, local");
+	f0 = mstat("wb_flushed");
+	fd = open(d, O_RDONLY | O_DIRECTORY);
+	ok = fd >= 0 && fsync(fd) == 0;
+	c1 = mstat("wb_flushed");
+	tap_check(ok && c1 == f0 + 1,
+		  "writeback: fsync: fsync of the directory sends it (wb_flushed %lld -> %lld)",
+		  f0, c1);
+	snprintf(p, sizeof(p), "%s/n1001", ex);
+	tap_check(lstat(p, &st) == 0, "writeback: fsync: it is in the export");
+
+	/* age */
+	tap_check(make(d, 1002) == 0, "writeback: age: one more name, local");
+	snprintf(p, sizeof(p), "%s/n1002", ex);
+	for (i = 0; i < 50 && lstat(p, &st); i++)
+		usleep(100000);
+	tap_check(lstat(p, &st) == 0,
+		  "writeback: age: with nothing else sent, it reaches the export by itself");
+
+	/* conflict */
+	tap_check(make(d, 1005) == 0, "writeback: conflict: a name made locally");
+	snprintf(ex + strlen(ex), sizeof(ex) - strlen(ex), "/n1005");
+	/* the server still has no n1005: make one there first */
+	ok = mkdir(ex, 0700) == 0;
+	tap_check(ok, "writeback: conflict: the same name made in the export meanwhile");
+	l0 = mstat("wb_errors");
+	errno = 0;
+	i = fd >= 0 ? fsync(fd) : 0;
+	ok = errno;
+	tap_check(i == -1 && ok == EEXIST,
+		  "writeback: conflict: the directory's next fsync reports EEXIST (%s)",
+		  i ? strerror(ok) : "it returned 0");
+	c1 = mstat("wb_errors");
+	tap_check(c1 == l0 + 1,
+		  "writeback: conflict: counted in mountstats wb_errors (%lld -> %lld)",
+		  l0, c1);
+	tap_check(fd >= 0 && fsync(fd) == 0,
+		  "writeback: conflict: reported once: the next fsync returns 0");
+	if (fd >= 0)
+		close(fd);
+	return tap_done();
+}
