@@ -72,7 +72,7 @@ static long long creates(void)
 
 static int make(const char *dir, int i)
 {
-	char p[4200];
+	char p[4300];
 
 	snprintf(p, sizeof(p), "%s/n%d", dir, i);
 	switch (i % 4) {
