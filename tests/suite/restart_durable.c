@@ -352,7 +352,7 @@ static void test_resend(const char *w1, const char *w2)
 	char p1[4200], p2[4200], pe[4200], cmd[600], pd[4200], pn[4300], pen[4300];
 	const char *bootid = "/var/tmp/pohmel-fake-boot-id";
 	long long u0, r0, r1;
-	int fd, ok, dfd, sfd;
+	int fd, ok, dfd, sfd, rc, err;
 
 	snprintf(p1, sizeof(p1), "%s/resend", w1);
 	snprintf(p2, sizeof(p2), "%s/resend", w2);
@@ -405,9 +405,10 @@ static void test_resend(const char *w1, const char *w2)
 	tap_check(content_is(p2, buf, sizeof(buf)),
 		  "restart: resend: mount 2 reads the 256 KiB the server lost");
 	errno = 0;
-	tap_check(sfd >= 0 && syncfs(sfd) == -1 && errno == EIO,
-		  "restart: names: syncfs fails with EIO (%s)",
-		  errno ? strerror(errno) : "it returned 0");
+	rc = sfd >= 0 ? syncfs(sfd) : 0;
+	err = errno;
+	tap_check(rc == -1 && err == EIO, "restart: names: syncfs fails with EIO (%s)",
+		  rc ? strerror(err) : "it returned 0");
 	tap_check(sfd >= 0 && syncfs(sfd) == 0,
 		  "restart: names: reported once: the next syncfs returns 0");
 	if (sfd >= 0)
