@@ -36,7 +36,7 @@ check() {
 # status without a failure reported is a failure of its own. Returns 1
 # if the helper failed in any way.
 relay_tap() {
-	local pfx=$1 file=$2 status=${3:-} strip=${4:-} line name n=0 bad=0 plan= bail= what
+	local pfx=$1 file=$2 status=${3:-} strip=${4:-} line name n=0 bad=0 plan='' bail='' what
 	while IFS= read -r line; do
 		case $line in
 		"ok "*"# SKIP"*)
@@ -80,7 +80,7 @@ relay_tap() {
 # run_tap PREFIX [--strip S] CMD...: run a helper that prints TAP and
 # relay it (relay_tap, checked: status, Bail out!, plan)
 run_tap() {
-	local pfx=$1 strip= out rc
+	local pfx=$1 strip='' out rc
 	shift
 	if [ "${1:-}" = --strip ]; then
 		strip=$2
