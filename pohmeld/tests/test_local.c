@@ -7,10 +7,14 @@
  *
  * Long run: two grant sessions create, read, write, rename and remove
  * many files and whole directories (A removes what it holds, so A stays
- * a holder of the removed ids); then a fresh tree is made, whose inode
- * numbers (= object ids) are mostly reused from removed objects. A
- * change made in the export to such a reused file or directory (append,
- * chmod, create, unlink, rename) must reach A as a RECALL.
+ * a holder of the removed ids); then a fresh tree is made. Its objects
+ * get new ids, none of them the id of a removed object (ids are never
+ * handed out twice, idspace.c), though ext4 gives many of them the inode
+ * numbers of removed objects: the removed (id, gen) is ESTALE, not a
+ * second name of the new object on its inode. A change made in the
+ * export to such a file or directory (append, chmod, create, unlink,
+ * rename) must reach A as a RECALL of the new id (pohmeld finds ids by
+ * inode number when an inotify event comes).
  *
  * A holder that stops reading does not hold up the recalls of others.
  *
@@ -96,6 +100,15 @@ static bool set_has(const struct idset *s, uint64_t id)
 }
 
 static struct idset removed, recalled;
+
+/* Removed objects: their ids and the inode numbers they had. */
+struct gone {
+	uint64_t ino;
+	struct woid oid;
+};
+#define GONE_MAX	((ROUNDS + 5) * (1 + SUBDIRS * (1 + FILES)))
+static struct gone gone[GONE_MAX];
+static int ngone;
 
 /* on_recall: remember which ids were recalled (auto_ack acks them). */
 static void note_recall(struct pc *c, const struct pc_recall *r, void *arg)
@@ -288,6 +301,41 @@ static int churn_make(struct pc *b, struct wattr *d, struct wattr *s)
 	return 0;
 }
 
+/* The export's inode number of rel; 0 if it cannot be had. */
+static uint64_t ex_ino(const char *rel)
+{
+	char p[300];
+	struct stat st;
+
+	if (ex_path(p, sizeof(p), rel) || lstat(p, &st))
+		return 0;
+	return st.st_ino;
+}
+
+/* rel, named by o, is about to be removed: remember its id and inode. */
+static int note_gone(const char *rel, const struct woid *o)
+{
+	uint64_t ino = ex_ino(rel);
+
+	if (!ino || ngone >= GONE_MAX)
+		return -1;
+	set_add(&removed, o->id);
+	gone[ngone].ino = ino;
+	gone[ngone++].oid = *o;
+	return 0;
+}
+
+/* The removed object that had inode number ino (the last one), or NULL. */
+static const struct gone *gone_ino(uint64_t ino)
+{
+	int i;
+
+	for (i = ngone - 1; i >= 0; i--)
+		if (gone[i].ino == ino)
+			return &gone[i];
+	return NULL;
+}
+
 static int churn_use(struct pc *a, const struct wattr *d,
 		     const struct wattr *s, int round)
 {
@@ -295,19 +343,23 @@ static int churn_use(struct pc *a, const struct wattr *d,
 	char name[32];
 	int i, j;
 
-	if (pc_readdir_all(a, &d->oid, count_entry, NULL))
+	if (pc_readdir_all(a, &d->oid, count_entry, NULL) ||
+	    note_gone("churn", &d->oid))
 		return -1;
-	set_add(&removed, d->oid.id);
 	for (i = 0; i < SUBDIRS; i++) {
-		set_add(&removed, s[i].oid.id);
-		if (pc_readdir_all(a, &s[i].oid, count_entry, NULL) ||
+		snprintf(name, sizeof(name), "churn/s%d", i);
+		if (note_gone(name, &s[i].oid) ||
+		    pc_readdir_all(a, &s[i].oid, count_entry, NULL) ||
 		    pc_getattr(a, &s[i].oid, &x))
 			return -1;
 		for (j = 0; j < FILES; j++) {
 			snprintf(name, sizeof(name), "f%d", j);
 			if (pc_lookup(a, &s[i].oid, name, &f))
 				return -1;
-			set_add(&removed, f.oid.id);
+			snprintf(name, sizeof(name), "churn/s%d/f%d", i, j);
+			if (note_gone(name, &f.oid))
+				return -1;
+			snprintf(name, sizeof(name), "f%d", j);
 			if ((i + j + round) % 3 == 0 &&
 			    pc_write(a, &f.oid, 0, 1, "a", 1, 0, NULL))
 				return -1;
@@ -353,6 +405,7 @@ static int churn_round(struct pc *a, struct pc *b, int round)
 struct pick {
 	char rel[80];
 	uint64_t id;
+	struct woid old;	/* the removed object that had its inode */
 };
 
 /* A change made in the export to something A holds: A is recalled. */
@@ -364,12 +417,42 @@ struct pick {
 	      "bound 1 s)", (what), err_ ? "(change failed)" : "", dt_); \
 } while (0)
 
+/*
+ * The new object rel (id o) in the fresh tree: count it; if its id is
+ * one of a removed object, count that; if its inode number is one a
+ * removed object had, count that and pick it (up to max, one in every
+ * `every`).
+ */
+struct tally {
+	int total, ids_back, inos_back;
+};
+
+static void tally_new(struct tally *t, const char *rel, const struct woid *o,
+		      struct pick *pk, int *n, int max, bool take)
+{
+	const struct gone *g = gone_ino(ex_ino(rel));
+
+	t->total++;
+	if (set_has(&removed, o->id))
+		t->ids_back++;
+	if (!g)
+		return;
+	t->inos_back++;
+	if (*n >= max || !take)
+		return;
+	snprintf(pk[*n].rel, sizeof(pk[*n].rel), "%s", rel);
+	pk[*n].id = o->id;
+	pk[*n].old = g->oid;
+	(*n)++;
+}
+
 static void t_longrun(void)
 {
 	struct pc a, b;
 	struct wattr t, dd[SUBDIRS * 2], f, x;
 	struct pick rf[4], rd[3];
-	int nrf = 0, nrd = 0, i, j, reused = 0, total = 0, err = 0, attempt;
+	struct tally tl = { 0 };
+	int nrf = 0, nrd = 0, i, j, err = 0, attempt, nstale;
 	char name[16], top[16], rel[96], rel2[96], what[192];
 	struct pump pa, pb = { .c = NULL };
 
@@ -380,72 +463,85 @@ static void t_longrun(void)
 	for (i = 0; i < ROUNDS && !err; i++)
 		err = churn_round(&a, &b, i);
 	CHECK(!err, "%d rounds: %d objects created, held, written, renamed "
-	      "and removed", i, (int)removed.n);
+	      "and removed", i, ngone);
 
 	/*
 	 * A fresh tree: inode numbers come back (ext4 hands freed ones out
-	 * again once the removals are committed: sync first). Where the
-	 * tree lands is ext4's choice (a new top-level directory may go to
-	 * another block group): if no file and directory came back, churn
-	 * once more and make another tree, a few times at most.
+	 * again once the removals are committed: sync first), object ids
+	 * must not. Where the tree lands is ext4's choice (a new top-level
+	 * directory may go to another block group): if no file and
+	 * directory got a removed object's inode number, churn once more
+	 * and make another tree, a few times at most.
 	 */
 	for (attempt = 0; attempt < 5 && !err; attempt++) {
 		if (attempt)
 			err = churn_round(&a, &b, ROUNDS + attempt);
 		if (err)
 			break;
-		nrf = nrd = reused = total = 0;
+		nrf = nrd = 0;
+		memset(&tl, 0, sizeof(tl));
 		snprintf(top, sizeof(top), "final%u", (unsigned int)attempt % 10);
 		sync();
 		pump_start(&pa, &a);
 		err = pc_mkobj(&b, POHMEL_OP_MKDIR, &b.root.oid, top, 0755, 0,
 			       0, NULL, &t, NULL);
+		if (!err)
+			tally_new(&tl, top, &t.oid, NULL, &nrd, 0, false);
 		for (i = 0; i < SUBDIRS * 2 && !err; i++) {
 			snprintf(name, sizeof(name), "d%d", i);
 			err = pc_mkobj(&b, POHMEL_OP_MKDIR, &t.oid, name, 0755,
 				       0, 0, NULL, &dd[i], NULL);
-			total++;
-			if (!err && set_has(&removed, dd[i].oid.id)) {
-				reused++;
-				if (nrd < 3) {
-					snprintf(rd[nrd].rel, sizeof(rd[nrd].rel),
-						 "%s/%s", top, name);
-					rd[nrd++].id = dd[i].oid.id;
-				}
-			}
+			snprintf(rel, sizeof(rel), "%s/%s", top, name);
+			if (!err)
+				tally_new(&tl, rel, &dd[i].oid, rd, &nrd, 3,
+					  true);
 			for (j = 0; j < FILES && !err; j++) {
 				snprintf(name, sizeof(name), "f%d", j);
 				err = pc_mkobj(&b, POHMEL_OP_CREATE, &dd[i].oid,
 					       name, 0644, 0, 0, NULL, &f, NULL) ||
 				      pc_write(&b, &f.oid, 0, 0, "b", 1, 0,
 					       NULL);
-				total++;
-				if (err || !set_has(&removed, f.oid.id))
-					continue;
-				reused++;
+				snprintf(rel, sizeof(rel), "%s/d%d/%s", top, i,
+					 name);
 				/* one per directory */
-				if (nrf < 4 && j == i % FILES) {
-					snprintf(rf[nrf].rel, sizeof(rf[nrf].rel),
-						 "%s/d%d/%s", top, i, name);
-					rf[nrf++].id = f.oid.id;
-				}
+				if (!err)
+					tally_new(&tl, rel, &f.oid, rf, &nrf, 4,
+						  j == i % FILES);
 			}
 		}
 		pump_stop(&pa);
-		if (nrf > 0 && nrd > 0)
+		if (err || tl.ids_back || (nrf > 0 && nrd > 0))
 			break;
 	}
+	CHECK(!err && tl.total > 0 && tl.ids_back == 0,
+	      "a new tree (attempt %d): none of its %d ids is the id of one "
+	      "of the %d removed objects (%d of them were given, %d have the "
+	      "inode number of a removed object)", attempt + 1, tl.total,
+	      ngone, tl.ids_back, tl.inos_back);
+	if (err || tl.ids_back)
+		goto out;
 	/* ext4's choice, not pohmeld's: said, never counted as passed */
-	if (!err && !(nrf > 0 && nrd > 0)) {
-		printf("SKIP reused ids: ext4 gave no removed inode number back "
-		       "to a file and a directory in %d attempts\n", attempt);
+	if (!(nrf > 0 && nrd > 0)) {
+		SKIP("inode numbers of removed objects: ext4 gave none back to "
+		     "a file and a directory in %d attempts", attempt);
 		goto out;
 	}
-	CHECK(!err, "a new tree (attempt %d): %d of %d ids are ids of "
-	      "removed objects (%d files, %d directories picked)",
-	      attempt + 1, reused, total, nrf, nrd);
-	if (err || !nrf || !nrd)
-		goto out;
+	/* The inode index must not lead a removed (id, gen) to its
+	 * inode's new object. */
+	for (i = nstale = 0; i < nrf + nrd; i++) {
+		const struct pick *k = i < nrf ? &rf[i] : &rd[i - nrf];
+
+		if (pc_getattr(&a, &k->old, &x) == ESTALE &&
+		    pc_walk(&a, k->rel, &x) == 0 && x.oid.id == k->id)
+			nstale++;
+		else
+			printf("# %s: its inode's removed object (id %llu) "
+			       "does not answer ESTALE\n", k->rel,
+			       (unsigned long long)k->old.id);
+	}
+	CHECK(nstale == nrf + nrd, "%d files and %d directories on inode "
+	      "numbers of removed objects: each removed (id, gen) is ESTALE, "
+	      "the new object keeps its own id", nrf, nrd);
 
 	/* A holds the new tree. */
 	pump_start(&pb, &b);
@@ -464,14 +560,14 @@ static void t_longrun(void)
 	drain(&a);
 
 	for (i = 0; i < nrf; i++) {
-		snprintf(what, sizeof(what), "append to reused file %s",
-			 rf[i].rel);
+		snprintf(what, sizeof(what),
+			 "append to file %s (inode reused)", rf[i].rel);
 		EXPECT_RECALL(&a, rf[i].id, local_append(rf[i].rel), what);
 	}
 	for (i = 0; i < nrd; i++) {
 		snprintf(rel, sizeof(rel), "%s/created", rd[i].rel);
-		snprintf(what, sizeof(what), "create in reused directory %s",
-			 rd[i].rel);
+		snprintf(what, sizeof(what),
+			 "create in directory %s (inode reused)", rd[i].rel);
 		EXPECT_RECALL(&a, rd[i].id, local_create(rel), what);
 	}
 
@@ -485,16 +581,17 @@ static void t_longrun(void)
 		err = pc_walk(&a, rd[i].rel, &x) || hold_dir(&a, &x.oid);
 	CHECK(!err, "A holds them again");
 	drain(&a);
-	snprintf(what, sizeof(what), "chmod of reused file %s", rf[0].rel);
+	snprintf(what, sizeof(what), "chmod of file %s (inode reused)",
+		 rf[0].rel);
 	EXPECT_RECALL(&a, rf[0].id, local_chmod(rf[0].rel, 0600), what);
 	snprintf(rel, sizeof(rel), "%s/created", rd[0].rel);
-	snprintf(what, sizeof(what), "unlink in reused directory %s",
+	snprintf(what, sizeof(what), "unlink in directory %s (inode reused)",
 		 rd[0].rel);
 	EXPECT_RECALL(&a, rd[0].id, local_unlink(rel), what);
 	j = nrd > 1 ? 1 : 0;
 	snprintf(rel, sizeof(rel), "%s/f0", rd[j].rel);
 	snprintf(rel2, sizeof(rel2), "%s/f0.moved", rd[j].rel);
-	snprintf(what, sizeof(what), "rename in reused directory %s",
+	snprintf(what, sizeof(what), "rename in directory %s (inode reused)",
 		 rd[j].rel);
 	EXPECT_RECALL(&a, rd[j].id, local_rename(rel, rel2), what);
 out:

@@ -119,8 +119,14 @@ static void t_locks(void)
 	      "A unlocks [0,50), B takes it (range split)");
 	CHECK(pc_lock(&b, &f.oid, 1, 50, 1, POHMEL_LOCK_WR, 0, 22, NULL) ==
 	      EAGAIN, "A still holds [50,100)");
+	/* An owner is (session, owner value): another owner in A's session
+	 * conflicts with A's owner 1 like any other. */
 	CHECK(pc_lock(&a, &f.oid, 2, 60, 1, POHMEL_LOCK_WR, 0, 11, NULL) ==
-	      EAGAIN || 1, "another owner in A's session");
+	      EAGAIN, "another owner in A's session: EAGAIN on A's [50,100)");
+	CHECK(pc_lock(&a, &f.oid, 2, 60, 1, POHMEL_LOCK_WR, POHMEL_LOCK_TEST,
+		      11, &t) == 0 && t.type == POHMEL_LOCK_WR &&
+	      t.owner == 1 && t.start == 50 && t.len == 50,
+	      "... and TEST for it reports owner 1's [50,100)");
 	CHECK(pc_lock(&b, &f.oid, 1, 0, 0, POHMEL_LOCK_UN, 0, 22, NULL) == 0,
 	      "B unlocks all");
 

@@ -20,10 +20,8 @@ for k in $(seq 1 "$streams"); do
 	rc=$?
 	out=$scratch/fsx.out.$k
 	[ "$streams" = 1 ] || echo "# stream $k of $streams:"
-	relay_tap "" "$out"
-	if [ "$rc" != 0 ]; then
+	if ! relay_tap "" "$out" "$rc"; then
 		ok=0
-		grep -q '^not ok' "$out" || fail "fsx: stream $k exited with status $rc"
 	elif [ ! -f "$scratch/fsx.model.$k" ]; then
 		ok=0
 		fail "fsx: stream $k left no model file to re-check against"

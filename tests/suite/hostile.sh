@@ -328,22 +328,31 @@ while read -r sc class; do
 	n=$((n + 1))
 	[ $(((n - 1) % pn)) = $((pk - 1)) ] && sel+=("$sc $class $((7400 + n))")
 done <<<"$scenarios"
+# a name that is no scenario, or nothing to run, proves nothing
+for sc in $only; do
+	grep -q "^$sc " <<<"$scenarios" || fail "hostile: POHMEL_HOSTILE names no scenario '$sc'"
+done
+[ "${#sel[@]}" -gt 0 ] || fail "hostile: no scenario selected (POHMEL_HOSTILE '$only', part $part)"
 diag "${#sel[@]} of $n scenarios (part $part), $jobs at a time"
 t_start=$(date +%s)
 for ((k = 0; k < jobs; k++)); do
 	(
+		# its own TAP, with a plan: a worker that dies early shows
+		T_N=0 T_PASS=0 T_FAIL=0 T_SKIP=0
 		mnt=$scratch/mnt.$k
 		mkdir -p "$mnt"
 		for ((j = k; j < ${#sel[@]}; j += jobs)); do
 			# shellcheck disable=SC2086
 			scenario ${sel[$j]}
 		done
+		tap_plan
+		[ "$T_FAIL" = 0 ]
 	) >"$GS/worker.$k.tap" 2>&1 &
 	wpid[k]=$!
 done
 for ((k = 0; k < jobs; k++)); do
 	wait "${wpid[$k]}"
-	relay_tap "" "$GS/worker.$k.tap"
+	relay_tap "" "$GS/worker.$k.tap" $?
 done
 t_end=$(date +%s)
 diag "scenarios took $((t_end - t_start)) s"

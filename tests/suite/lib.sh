@@ -27,18 +27,72 @@ check() {
 	return "$rc"
 }
 
-# relay_tap PREFIX FILE: another helper's TAP, counted in this group
-# (renumbered; its plan and summary dropped, comments passed on)
+# relay_tap PREFIX FILE [STATUS [STRIP]]: another helper's TAP (a tap.c
+# helper or a lib.sh script, its output in FILE), counted in this group:
+# renumbered, names after PREFIX (a leading STRIP taken off them), its
+# plan and summary dropped, comments passed on. With STATUS (the helper's
+# exit status) the helper itself is checked too: a "Bail out!" line, no
+# plan "1..N" matching its results (it stopped early), or a non-zero
+# status without a failure reported is a failure of its own. Returns 1
+# if the helper failed in any way.
 relay_tap() {
-	local line
+	local pfx=$1 file=$2 status=${3:-} strip=${4:-} line name n=0 bad=0 plan='' bail='' what
 	while IFS= read -r line; do
 		case $line in
-		"ok "*) pass "$1${line#ok * - }" ;;
-		"not ok "*) fail "$1${line#not ok * - }" ;;
-		"1.."* | "# "[0-9]*" passed"*) ;;
+		"ok "*"# SKIP"*)
+			n=$((n + 1))
+			name=${line#ok * - }
+			name=${name%% # SKIP*}
+			skip "$pfx${name#"$strip"}" "${line##*# SKIP }" ;;
+		"ok "*)
+			n=$((n + 1))
+			name=${line#ok * - }
+			pass "$pfx${name#"$strip"}" ;;
+		"not ok "*)
+			n=$((n + 1)) bad=1
+			name=${line#not ok * - }
+			fail "$pfx${name#"$strip"}" ;;
+		"Bail out!"*)
+			bail=${line#Bail out!}
+			[ -n "$status" ] || echo "$line" ;;
+		"1.."*) plan=${line#1..} ;;
+		"# "[0-9]*" passed"*) ;;
 		*) echo "$line" ;;
 		esac
-	done <"$2"
+	done <"$file"
+	[ -n "$status" ] || return "$bad"
+	what=${pfx:-"$(basename "$file"): "}
+	if [ -n "$bail" ]; then
+		fail "${what}bailed out:${bail} (status $status)"
+		return 1
+	fi
+	if [ "$plan" != "$n" ]; then
+		fail "${what}ended early: $n results, ${plan:+plan 1..$plan}${plan:-no plan} (status $status)"
+		return 1
+	fi
+	if [ "$status" != 0 ] && [ "$bad" = 0 ]; then
+		fail "${what}exited with status $status without reporting a failure"
+		return 1
+	fi
+	[ "$status" = 0 ] && [ "$bad" = 0 ]
+}
+
+# run_tap PREFIX [--strip S] CMD...: run a helper that prints TAP and
+# relay it (relay_tap, checked: status, Bail out!, plan)
+run_tap() {
+	local pfx=$1 strip='' out rc
+	shift
+	if [ "${1:-}" = --strip ]; then
+		strip=$2
+		shift 2
+	fi
+	out=$(mktemp "${TMPDIR:-/tmp}/suite-tap.XXXXXX") || { fail "${pfx}mktemp"; return 1; }
+	"$@" >"$out" 2>&1
+	rc=$?
+	relay_tap "$pfx" "$out" "$rc" "$strip"
+	rc=$?
+	rm -f "$out"
+	return "$rc"
 }
 
 # within SECS CMD...: run CMD every 0.1 s until it succeeds (0) or about
@@ -53,9 +107,13 @@ within() {
 	done
 }
 
+# tap_plan: the plan of what this (sub)shell printed, for a relay that
+# checks it (hostile.sh's workers)
+tap_plan() { echo "1..$T_N"; }
+
 tap_finish() {
 	rm -f "$T_LOG"
-	echo "1..$T_N"
+	tap_plan
 	echo "# $T_PASS passed, $T_FAIL failed, $T_SKIP skipped"
 	[ "$T_FAIL" = 0 ]
 }

@@ -196,7 +196,7 @@ int main(int argc, char **argv)
 	}
 	if (argc == 5 && !strcmp(argv[1], "check")) {
 		do_check(argv[2], argv[3], argv[4]);
-		return tap_failed() ? 1 : 0;
+		return tap_done();
 	}
 	if (argc == 4 && !strcmp(argv[1], "hold"))
 		return do_hold(argv[2], argv[3]);
@@ -204,7 +204,7 @@ int main(int argc, char **argv)
 		return do_durable(argv[2], argv[3], argv[4], argv[5]);
 	if (argc == 4 && !strcmp(argv[1], "probe")) {
 		do_probe(argv[2], argv[3]);
-		return tap_failed() ? 1 : 0;
+		return tap_done();
 	}
 	fprintf(stderr, "usage: restart write [--seconds S] DIR LOG | check DIR1 DIR2 LOG | probe DIR1 DIR2 | hold FILE FLAG | durable W1 W2 WSOFT SOFTMNT\n");
 	return 2;

@@ -69,18 +69,12 @@ cycle() {
 	run_c "restart/$name:" "$bin/restart" probe "$w1" "$w2"
 }
 
-# run a C helper that prints TAP and renumber its lines into this group
+# run a C helper that prints TAP into this group (lib.sh run_tap: its
+# non-zero exit, a "Bail out!" or a missing plan fails too)
 run_c() {
-	local line pfx=$1
+	local pfx=$1
 	shift
-	while IFS= read -r line; do
-		case $line in
-		"ok "*"# SKIP"*) line=${line#ok * - }; skip "$pfx ${line%% # SKIP*}" "${line##*# SKIP }" ;;
-		"ok "*) pass "$pfx ${line#ok * - restart: }" ;;
-		"not ok "*) fail "$pfx ${line#not ok * - restart: }" ;;
-		"#"*) echo "$line" ;;
-		esac
-	done < <("$@" 2>&1)
+	run_tap "$pfx " --strip "restart: " "$@"
 }
 
 # fsync and eviction with the server down or stopped (restart_durable.c),
