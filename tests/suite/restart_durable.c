@@ -114,11 +114,13 @@ static int fsync_retry(int fd, int secs)
 /*
  * A new file with one byte written and fsynced: its WRITE's reply gave
  * this mount EXCL, so what is written next stays in the page cache.
- * The descriptor, or -1 after a failed check named @what.
+ * The descriptor, or -1 after a failed check named @what. Close-on-exec:
+ * server()'s shell would inherit it, and its close (->flush) writes back
+ * what the check means to keep in the page cache.
  */
 static int create_excl(const char *path, const char *what)
 {
-	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	int ok = fd >= 0 && write(fd, "x", 1) == 1 && fsync(fd) == 0;
 
 	tap_check(ok, "restart: %s", what);
@@ -140,10 +142,7 @@ static void test_keep(const char *w2, const char *ws, const char *smnt)
 	fd = create_excl(ps, "keep: create, write and fsync on the soft mount");
 	if (fd < 0)
 		return;
-	/*
-	 * Stopped first, then written: while it ran, a recall could come
-	 * at any time and have the pages written back before the fsync.
-	 */
+	/* stopped first, then written: nothing writes the pages back early */
 	tap_check(server("pause") == 0, "restart: keep: server stopped (SIGSTOP)");
 	/* buffered under the WRITE's EXCL grant: nothing sent yet */
 	c0 = mstat(smnt, "write");
@@ -167,8 +166,9 @@ static void test_keep(const char *w2, const char *ws, const char *smnt)
 		  "restart: keep: server killed unread and started again");
 	rc = fsync_retry(fd, 30);
 	tap_check(rc == 0, "restart: keep: fsync after the server is back returns 0");
-	tap_diag("soft mount: WRITEs %lld, FSYNCs %lld, timeouts %lld",
-		 mstat(smnt, "write"), mstat(smnt, "fsync"), mstat(smnt, "timeouts"));
+	tap_diag("soft mount: WRITEs %lld, FSYNCs %lld, timeouts %lld, recalls %lld",
+		 mstat(smnt, "write"), mstat(smnt, "fsync"), mstat(smnt, "timeouts"),
+		 mstat(smnt, "recalls"));
 	tap_check(content_is(p2, buf, sizeof(buf)),
 		  "restart: keep: mount 2 reads the 64 KiB the failed fsync could not write");
 	close(fd);
@@ -221,7 +221,7 @@ static void test_killed(const char *w1, const char *w2)
 		die("pipe: %s", strerror(errno));
 	pid = fork();
 	if (pid == 0) {
-		int f = open(p1, O_RDWR);
+		int f = open(p1, O_RDWR | O_CLOEXEC);
 
 		close(up[0]);
 		close(down[1]);
@@ -305,16 +305,6 @@ static int drop_slab(int secs, pid_t *pid)
 	return -1;
 }
 
-static void dbg_ev(const char *m1, const char *what)
-{
-	char b[200];
-	ssize_t n = read_file("/proc/sys/fs/inode-nr", b, sizeof(b) - 1);
-
-	b[n > 0 ? n : 0] = 0;
-	tap_diag("DBG %s: close %lld open %lld releases %lld inodes %s", what,
-		 mstat(m1, "close"), mstat(m1, "open"), mstat(m1, "grant_releases"), b);
-}
-
 static void test_evict(const char *w1, const char *m1)
 {
 	char dir[4200], path[4300];
@@ -323,14 +313,12 @@ static void test_evict(const char *w1, const char *m1)
 	int i, st, alive = 0, ok = 1, dropped, bfd[EV_WRITERS];
 
 	/*
-	 * A mount of its own (@m1): on mount 1 the earlier checks' files
-	 * left their closes nothing to keep, and eviction no CLOSE to send
-	 * (drop_caches evicted them all and queued none, with either
-	 * module). Nothing else of it is cached, for a start.
+	 * A mount of its own (@m1): on mount 1, after the earlier checks,
+	 * close(2) sent each file's CLOSE at once (no idle handle kept), so
+	 * eviction had none to send and drop_caches returned with either
+	 * module. The first drop leaves nothing else of it cached.
 	 */
-	dbg_ev(m1, "start");
 	dropped = drop_slab(60, &d);
-	dbg_ev(m1, "after up-drop");
 	if (dropped < 0)
 		waitpid(d, &st, 0);
 	tap_check(dropped == 1, "restart: evict: drop_caches with the server up");
@@ -345,7 +333,7 @@ static void test_evict(const char *w1, const char *m1)
 			ok = 0;
 	}
 	tap_check(ok, "restart: evict: %d files opened and closed", EV_FILES);
-	dbg_ev(m1, "after create");
+	tap_diag("CLOSEs sent by their closes: %lld", mstat(m1, "close"));
 	/*
 	 * One file per writer, opened before the pause: the WRITEs, not the
 	 * OPENs, must wait, and not behind each other's inode lock.
@@ -379,7 +367,6 @@ static void test_evict(const char *w1, const char *m1)
 	c0 = mstat(m1, "close");
 	dropped = drop_slab(30, &d);
 	c1 = mstat(m1, "close");
-	dbg_ev(m1, "after stuck drop");
 	tap_check(dropped == 1,
 		  "restart: evict: drop_caches returns within 30 s while a send is stuck");
 	/* the closed files were evicted: it did reach their CLOSEs */
