@@ -15,6 +15,7 @@
 #include <linux/fs.h>
 #include <linux/mm.h>
 #include <linux/pagemap.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uio.h>
 #include <linux/writeback.h>
@@ -206,9 +207,16 @@ static int pohmel_release(struct inode *inode, struct file *file)
 }
 
 /* close(2): write back what this writer left, and report errors now */
+/*
+ * close(2): write the file's pages back and wait, so that close reports
+ * a write error. Not for a task being killed: it could not report one,
+ * and on a hard mount whose server stopped it would wait for a WRITE in
+ * flight in D state, unkillable, at exit. Its pages stay dirty (or under
+ * writeback) for the flusher, which sends them once the server is back.
+ */
 static int pohmel_flush(struct file *file, fl_owner_t id)
 {
-	if (!(file->f_mode & FMODE_WRITE))
+	if (!(file->f_mode & FMODE_WRITE) || fatal_signal_pending(current))
 		return 0;
 	return filemap_write_and_wait(file_inode(file)->i_mapping);
 }
