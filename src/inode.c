@@ -12,6 +12,7 @@
  * not ours) the page cache of the file is dropped before the next read.
  */
 #include <linux/cred.h>
+#include <linux/delay.h>
 #include <linux/jiffies.h>
 #include <linux/log2.h>
 #include <linux/pagemap.h>
@@ -22,6 +23,17 @@
 #include "pohmel.h"
 
 static struct kmem_cache *pohmel_inode_cachep;
+
+/*
+ * Fault injection for the stress group's race check: spin this many
+ * microseconds (at most 2000) between the order check of a reply the
+ * client did not cause (a GETATTR's) and applying its fields, so a
+ * reply to the client's own change can arrive meanwhile. 0: off.
+ */
+static unsigned int refresh_delay_us;
+module_param_named(debug_refresh_delay_us, refresh_delay_us, uint, 0644);
+MODULE_PARM_DESC(debug_refresh_delay_us,
+		 "test only: widen the attribute reply race window (us)");
 
 static void pohmel_inode_init_once(void *p)
 {
@@ -279,6 +291,9 @@ int pohmel_refresh_inode(struct inode *inode, const struct pohmel_fattr *fa,
 	 * The fields too, under the lock: a reply checked as newer and
 	 * applied after an older one must not be overwritten by it.
 	 */
+	if (unlikely(READ_ONCE(refresh_delay_us)) &&
+	    !(flags & POHMEL_REFRESH_OWN))
+		udelay(min(READ_ONCE(refresh_delay_us), 2000U));
 	inode->i_mode = fa->mode;
 	set_nlink(inode, fa->nlink);
 	inode->i_uid = make_kuid(&init_user_ns, fa->uid);

@@ -5,9 +5,13 @@
  * unlinks of shared names; listings must never show a name twice).
  * At the end every worker checks its files through both mounts, and the
  * parent compares both mounts' listings of every directory.
- * Usage: stress [--procs P] [--seconds S] [--seed X] DIR1 DIR2
+ * First (stress_race.c): attribute replies racing with the client's own
+ * appends and mtime changes on mount 1, --race S seconds each (0: none).
+ * Usage: stress [--procs P] [--seconds S] [--race S] [--seed X] DIR1 DIR2
  */
 #include "tap.h"
+
+void stress_race(const char *d1, const char *d2, double seconds, unsigned long long seed);
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -261,26 +265,32 @@ static int same_listing(const char *sub)
 int main(int argc, char **argv)
 {
 	int procs = 4, i;
-	double seconds = 20;
+	double seconds = 20, race = 4;
 	seed = (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 16);
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "--procs") && i + 1 < argc)
 			procs = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
 			seconds = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--race") && i + 1 < argc)
+			race = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
 			seed = strtoull(argv[++i], NULL, 0);
 		else if (strcmp(argv[i], "--local"))
 			break;
 	}
 	if (argc - i != 2 || procs < 1 || procs > 8) {
-		fprintf(stderr, "usage: stress [--procs 1..8] [--seconds S] [--seed X] DIR1 DIR2\n");
+		fprintf(stderr, "usage: stress [--procs 1..8] [--seconds S] [--race S] [--seed X] DIR1 DIR2\n");
 		return 2;
 	}
 	dir[0] = argv[i];
 	dir[1] = argv[i + 1];
 	tap_init();
-	tap_diag("stress seed %llu, %d workers, %.0f s", seed, procs, seconds);
+	tap_diag("stress seed %llu, %d workers, %.0f s, races %.0f s", seed, procs, seconds, race);
+	if (race > 0)
+		stress_race(dir[0], dir[1], race, seed);
+	if (seconds <= 0)
+		return tap_done();
 	char p[4200];
 	snprintf(p, sizeof(p), "%s/shared", dir[0]);
 	mkdir(p, 0755);
