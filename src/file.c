@@ -15,7 +15,6 @@
 #include <linux/fs.h>
 #include <linux/mm.h>
 #include <linux/pagemap.h>
-#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uio.h>
 #include <linux/writeback.h>
@@ -206,18 +205,10 @@ static int pohmel_release(struct inode *inode, struct file *file)
 	return 0;
 }
 
-/*
- * close(2): write back what this writer left and wait, so that close
- * reports a write error. Not for a task being killed: it could not
- * report one, and on a hard mount whose server stopped it would wait in
- * D state, unkillable, for a WRITE in flight (PF_EXITING: do_exit's
- * close comes after get_signal took SIGKILL off the pending set). Its
- * pages stay dirty, or under writeback, for the flusher.
- */
+/* close(2): write back what this writer left, and report errors now */
 static int pohmel_flush(struct file *file, fl_owner_t id)
 {
-	if (!(file->f_mode & FMODE_WRITE) || (current->flags & PF_EXITING) ||
-	    fatal_signal_pending(current))
+	if (!(file->f_mode & FMODE_WRITE))
 		return 0;
 	return filemap_write_and_wait(file_inode(file)->i_mapping);
 }
