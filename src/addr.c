@@ -131,7 +131,7 @@ struct wb_batch {
  * writer (-EINTR, -ERESTARTSYS: never an errno another process's fsync
  * may see) or a lack of memory are no verdict on the data.
  */
-static bool wb_transient(int err)
+bool pohmel_err_transient(int err)
 {
 	return err == -ETIMEDOUT || err == -EINTR || err == -ERESTARTSYS ||
 	       err == -ENOMEM || err == -EAGAIN;
@@ -206,7 +206,7 @@ static void wb_flush(struct wb_batch *b)
 				n = -EIO;
 		}
 	}
-	if (n < 0 && wb_transient(n)) {
+	if (n < 0 && pohmel_err_transient(n)) {
 		/* still under writeback, so not truncated: safe to redirty */
 		for (i = 0; i < b->nr; i++)
 			folio_mark_dirty(b->folios[i]);

@@ -250,6 +250,7 @@ void pohmel_put_handle(struct pohmel_handle *h);
 void pohmel_drop_idle_handles(struct inode *inode);
 
 /* addr.c */
+bool pohmel_err_transient(int err);
 extern const struct address_space_operations pohmel_aops;
 extern const struct vm_operations_struct pohmel_vm_ops;
 ssize_t pohmel_write_folios(struct inode *inode, struct folio **folios,

@@ -228,12 +228,6 @@ locked:
 	return 0;
 }
 
-static bool transient(int err)
-{
-	return err == -ETIMEDOUT || err == -EINTR || err == -ERESTARTSYS ||
-	       err == -ENOMEM || err == -EAGAIN;
-}
-
 /* One entry to the server; a transient error keeps it on the log. */
 static int flush_one(struct pohmel_sb_info *sbi, struct pohmel_wb_ent *ent)
 {
@@ -249,7 +243,7 @@ static int flush_one(struct pohmel_sb_info *sbi, struct pohmel_wb_ent *ent)
 				ent->tlen ? ent->data + ent->namelen : NULL,
 				ent->tlen, ent->id, &obj, &pdir);
 	revert_creds(old);
-	if (transient(err))
+	if (pohmel_err_transient(err))
 		return err;
 	if (!err) {
 		pohmel_write_through_done(ent->dir, gen);
