@@ -48,41 +48,6 @@ static int server(const char *how)
 	return system(cmd);
 }
 
-/* A counter of the mount at MNT in /proc/self/mountstats ("ops:" entries
- * as "op=N"), or -1 if missing. */
-static long long mstat(const char *mnt, const char *key)
-{
-	char line[4096], want[300], opkey[64];
-	long long v = -1;
-	int on = 0;
-	FILE *f = fopen("/proc/self/mountstats", "r");
-
-	if (!f)
-		return -1;
-	snprintf(want, sizeof(want), " mounted on %s with fstype pohmel", mnt);
-	snprintf(opkey, sizeof(opkey), " %s=", key);
-	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, "device ", 7)) {
-			on = strstr(line, want) != NULL;
-			continue;
-		}
-		if (!on)
-			continue;
-		char *p = line + strspn(line, "\t ");
-		size_t kl = strlen(key);
-		if (!strncmp(p, key, kl) && p[kl] == ':') {
-			v = atoll(p + kl + 1);
-			break;
-		}
-		if (!strncmp(p, "ops:", 4) && (p = strstr(p, opkey))) {
-			v = atoll(p + strlen(opkey));
-			break;
-		}
-	}
-	fclose(f);
-	return v;
-}
-
 static int content_is(const char *path, const unsigned char *want, size_t len)
 {
 	static unsigned char got[4 * BIG + 1];
@@ -142,10 +107,10 @@ static void test_keep(const char *w2, const char *ws, const char *smnt)
 	if (fd < 0)
 		return;
 	/* buffered under the WRITE's EXCL grant: nothing sent yet */
-	c0 = mstat(smnt, "write");
+	c0 = mountstat(smnt, "write");
 	tap_check(pwrite(fd, buf, sizeof(buf), 0) == (ssize_t)sizeof(buf),
 		  "restart: keep: a 64 KiB buffered write");
-	c1 = mstat(smnt, "write");
+	c1 = mountstat(smnt, "write");
 	tap_check(c0 >= 0 && c1 == c0,
 		  "restart: keep: it stays in the page cache (WRITEs sent: %lld -> %lld)",
 		  c0, c1);
@@ -157,16 +122,16 @@ static void test_keep(const char *w2, const char *ws, const char *smnt)
 		  "restart: keep: fsync with the server down fails (%s)",
 		  rc ? strerror(err) : "it returned 0");
 	tap_diag("soft mount: WRITEs %lld, FSYNCs %lld, replays %lld, timeouts %lld",
-		 mstat(smnt, "write"), mstat(smnt, "fsync"), mstat(smnt, "replays"),
-		 mstat(smnt, "timeouts"));
+		 mountstat(smnt, "write"), mountstat(smnt, "fsync"), mountstat(smnt, "replays"),
+		 mountstat(smnt, "timeouts"));
 	/* killed before it read the WRITE: as if it never arrived */
 	tap_check(server("kill") == 0 && server("start") == 0,
 		  "restart: keep: server killed unread and started again");
 	rc = fsync_retry(fd, 30);
 	tap_check(rc == 0, "restart: keep: fsync after the server is back returns 0");
 	tap_diag("soft mount: WRITEs %lld, FSYNCs %lld, replays %lld, timeouts %lld",
-		 mstat(smnt, "write"), mstat(smnt, "fsync"), mstat(smnt, "replays"),
-		 mstat(smnt, "timeouts"));
+		 mountstat(smnt, "write"), mountstat(smnt, "fsync"), mountstat(smnt, "replays"),
+		 mountstat(smnt, "timeouts"));
 	tap_check(content_is(p2, buf, sizeof(buf)),
 		  "restart: keep: mount 2 reads the 64 KiB the failed fsync could not write");
 	close(fd);
@@ -281,7 +246,7 @@ static void test_evict(const char *w1)
 			ok = 0;
 	}
 	tap_check(ok, "restart: evict: %d files for O_DIRECT writes", EV_WRITERS);
-	c0 = mstat(getenv("POHMEL_MNT1"), "close");
+	c0 = mountstat(getenv("POHMEL_MNT1"), "close");
 	tap_check(server("pause") == 0, "restart: evict: server stopped (SIGSTOP)");
 	/* enough 1 MiB WRITEs at once to fill the socket: a sender blocks */
 	for (i = 0; i < EV_WRITERS; i++) {
@@ -314,7 +279,7 @@ static void test_evict(const char *w1)
 	tap_check(done && WIFEXITED(st) && WEXITSTATUS(st) == 0,
 		  "restart: evict: drop_caches returns within 30 s while a send is stuck");
 	tap_diag("CLOSEs submitted by the drop: %lld",
-		 mstat(getenv("POHMEL_MNT1"), "close") - c0);
+		 mountstat(getenv("POHMEL_MNT1"), "close") - c0);
 	if (!done) {
 		kill(d, SIGKILL);
 		waitpid(d, &st, 0);
@@ -333,11 +298,11 @@ static void test_evict(const char *w1)
 static void test_dirsync(const char *w1)
 {
 	const char *m1 = getenv("POHMEL_MNT1");
-	long long c0 = mstat(m1, "fsync"), c1;
+	long long c0 = mountstat(m1, "fsync"), c1;
 	int fd = open(w1, O_RDONLY | O_DIRECTORY);
 
 	tap_check(fd >= 0 && fsync(fd) == 0, "restart: dirsync: fsync of a directory");
-	c1 = mstat(m1, "fsync");
+	c1 = mountstat(m1, "fsync");
 	tap_check(c0 >= 0 && c1 == c0 + 1,
 		  "restart: dirsync: it sent one FSYNC to the server (%lld -> %lld)",
 		  c0, c1);
@@ -373,17 +338,17 @@ static void test_resend(const char *w1, const char *w2)
 	tap_check(mkdir(pd, 0755) == 0 && (dfd = open(pd, O_RDONLY | O_DIRECTORY)) >= 0 &&
 		  fsync(dfd) == 0 && sfd >= 0 && syncfs(sfd) == 0,
 		  "restart: names: a directory made stable, then the whole mount (syncfs)");
-	u0 = mstat(m1, "unstable_pages");
-	r0 = mstat(m1, "commit_resends");
+	u0 = mountstat(m1, "unstable_pages");
+	r0 = mountstat(m1, "commit_resends");
 	ok = ok && pwrite(fd, buf, sizeof(buf), 0) == (ssize_t)sizeof(buf) && close(fd) == 0;
 	if (!tap_check(ok, "restart: resend: 256 KiB written and closed"))
 		return;
 	/* a name only applied: no data of its own to send again */
 	tap_check(mknod(pn, S_IFREG | 0644, 0) == 0,
 		  "restart: names: then a name created in the directory");
-	tap_check(mstat(m1, "unstable_pages") >= u0 + 64,
+	tap_check(mountstat(m1, "unstable_pages") >= u0 + 64,
 		  "restart: resend: its 64 pages stay pinned, not yet stable (%lld -> %lld)",
-		  u0, mstat(m1, "unstable_pages"));
+		  u0, mountstat(m1, "unstable_pages"));
 	tap_check(server("stop") == 0, "restart: resend: server stopped");
 	/* what a crash of the server machine does to an unsynced write */
 	ok = truncate(pe, 1) == 0;
@@ -398,7 +363,7 @@ static void test_resend(const char *w1, const char *w2)
 	tap_check(fd >= 0 && fsync_retry(fd, 30) == 0, "restart: resend: open and fsync");
 	if (fd >= 0)
 		close(fd);
-	r1 = mstat(m1, "commit_resends");
+	r1 = mountstat(m1, "commit_resends");
 	tap_check(r0 >= 0 && r1 >= r0 + 64,
 		  "restart: resend: the 64 pages were sent again (commit_resends %lld -> %lld)",
 		  r0, r1);

@@ -316,3 +316,38 @@ unsigned long rnd_below(unsigned long long *s, unsigned long n)
 {
 	return n ? (unsigned long)((rnd_next(s) >> 11) % n) : 0;
 }
+
+/* Counter KEY of the pohmel mount at MNT in /proc/self/mountstats ("key: N"
+ * lines, or "op=N" in the "ops:" line), or -1 if missing. */
+long long mountstat(const char *mnt, const char *key)
+{
+	char line[4096], want[300], opkey[64];
+	long long v = -1;
+	int on = 0;
+	FILE *f = fopen("/proc/self/mountstats", "r");
+
+	if (!f)
+		return -1;
+	snprintf(want, sizeof(want), " mounted on %s with fstype pohmel", mnt);
+	snprintf(opkey, sizeof(opkey), " %s=", key);
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "device ", 7)) {
+			on = strstr(line, want) != NULL;
+			continue;
+		}
+		if (!on)
+			continue;
+		char *p = line + strspn(line, "\t ");
+		size_t kl = strlen(key);
+		if (!strncmp(p, key, kl) && p[kl] == ':') {
+			v = atoll(p + kl + 1);
+			break;
+		}
+		if (!strncmp(p, "ops:", 4) && (p = strstr(p, opkey))) {
+			v = atoll(p + strlen(opkey));
+			break;
+		}
+	}
+	fclose(f);
+	return v;
+}

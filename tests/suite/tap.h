@@ -51,6 +51,7 @@ int rm_rf(const char *path);
 int as_user(uid_t uid, gid_t gid, int (*fn)(void *), void *arg);
 int wait_child(pid_t pid);
 unsigned long long now_ns(void);
+long long mountstat(const char *mnt, const char *key);
 /* xorshift PRNG */
 unsigned long long rnd_next(unsigned long long *s);
 unsigned long rnd_below(unsigned long long *s, unsigned long n);

@@ -30,38 +30,10 @@
 
 static const char *wbmnt;
 
-/* A counter of WBMNT in /proc/self/mountstats ("ops:" entries as
- * "op=N", the others as "key: N"), -1 if missing. */
+/* A counter of WBMNT (mountstat in tap.c), -1 if missing. */
 static long long mstat(const char *key)
 {
-	char line[4096], want[300], opkey[64], k2[64];
-	long long v = -1;
-	int on = 0;
-	FILE *f = fopen("/proc/self/mountstats", "r");
-
-	if (!f)
-		return -1;
-	snprintf(want, sizeof(want), " mounted on %s with fstype pohmel", wbmnt);
-	snprintf(opkey, sizeof(opkey), " %s=", key);
-	snprintf(k2, sizeof(k2), "%s:", key);
-	while (fgets(line, sizeof(line), f)) {
-		char *p, *s = line;
-
-		if (!strncmp(line, "device ", 7)) {
-			on = strstr(line, want) != NULL;
-			continue;
-		}
-		if (!on)
-			continue;
-		while (*s == ' ' || *s == '\t')
-			s++;
-		if (!strncmp(s, k2, strlen(k2)))
-			v = atoll(s + strlen(k2));
-		else if (!strncmp(s, "ops:", 4) && (p = strstr(s, opkey)))
-			v = atoll(p + strlen(opkey));
-	}
-	fclose(f);
-	return v;
+	return mountstat(wbmnt, key);
 }
 
 static long long creates(void)
