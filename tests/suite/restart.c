@@ -15,7 +15,7 @@
  *       "+after" through the same descriptor, fsyncs, reads it all back
  *       and closes. Exit 0 if every call succeeded: an open file keeps
  *       working across the restart.
- *   restart durable W1 W2 WSOFT SOFTMNT
+ *   restart durable W1 W2 WSOFT SOFTMNT WE EMNT
  *       TAP: fsync and eviction with the server down or stopped
  *       (restart_durable.c).
  */
@@ -30,7 +30,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int do_durable(const char *w1, const char *w2, const char *ws, const char *smnt);
+int do_durable(const char *w1, const char *w2, const char *ws, const char *smnt,
+	       const char *we, const char *emnt);
 
 static volatile sig_atomic_t stop;
 static void on_term(int sig)
@@ -200,12 +201,13 @@ int main(int argc, char **argv)
 	}
 	if (argc == 4 && !strcmp(argv[1], "hold"))
 		return do_hold(argv[2], argv[3]);
-	if (argc == 6 && !strcmp(argv[1], "durable"))
-		return do_durable(argv[2], argv[3], argv[4], argv[5]);
+	if (argc == 8 && !strcmp(argv[1], "durable"))
+		return do_durable(argv[2], argv[3], argv[4], argv[5], argv[6],
+				  argv[7]);
 	if (argc == 4 && !strcmp(argv[1], "probe")) {
 		do_probe(argv[2], argv[3]);
 		return tap_done();
 	}
-	fprintf(stderr, "usage: restart write [--seconds S] DIR LOG | check DIR1 DIR2 LOG | probe DIR1 DIR2 | hold FILE FLAG | durable W1 W2 WSOFT SOFTMNT\n");
+	fprintf(stderr, "usage: restart write [--seconds S] DIR LOG | check DIR1 DIR2 LOG | probe DIR1 DIR2 | hold FILE FLAG | durable W1 W2 WSOFT SOFTMNT WE EMNT\n");
 	return 2;
 }

@@ -79,15 +79,23 @@ run_c() {
 
 # fsync and eviction with the server down or stopped (restart_durable.c),
 # partly through a soft mount of the same export
+# and for evict a fresh hard one: only its own files cached
 durable() {
-	local soft=$scratch/soft.mnt rel=${w1#"$POHMEL_MNT1"/}
-	mkdir -p "$soft" "$w1/durable"
+	local soft=$scratch/soft.mnt emnt=$scratch/evict.mnt rel=${w1#"$POHMEL_MNT1"/}
+	mkdir -p "$soft" "$emnt" "$w1/durable"
 	if ! timeout -k 5 60 mount -t pohmel -o soft,timeo=3 127.0.0.1:/ "$soft"; then
 		fail "restart/durable: a soft mount of the export"
 		return
 	fi
-	run_c "restart/durable:" "$bin/restart" durable "$w1/durable" "$w2/durable" "$soft/$rel/durable" "$soft"
+	if ! timeout -k 5 60 mount -t pohmel 127.0.0.1:/ "$emnt"; then
+		fail "restart/durable: a third hard mount of the export"
+		timeout -k 5 60 umount "$soft"
+		return
+	fi
+	run_c "restart/durable:" "$bin/restart" durable "$w1/durable" "$w2/durable" \
+		"$soft/$rel/durable" "$soft" "$emnt/$rel/durable" "$emnt"
 	timeout -k 5 60 umount "$soft" || fail "restart/durable: the soft mount unmounts"
+	timeout -k 5 60 umount "$emnt" || fail "restart/durable: the third hard mount unmounts"
 }
 
 cycle kill kill
