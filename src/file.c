@@ -15,6 +15,7 @@
 #include <linux/fs.h>
 #include <linux/mm.h>
 #include <linux/pagemap.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uio.h>
 #include <linux/writeback.h>
@@ -187,13 +188,32 @@ static int pohmel_open(struct inode *inode, struct file *file)
 	return 0;
 }
 
+/*
+ * A task killed by a signal, in its close or at exit (get_signal() has
+ * taken SIGKILL off the pending set by then; the group's exit code still
+ * names the signal). It must not wait for write-back: on a hard mount
+ * that waits for a server that may never answer, and nobody is left to
+ * get the error. Its dirty pages stay for the flusher, fsync or a recall,
+ * written with its handle, which stays listed on the inode for that.
+ * A normal exit still writes back at close (close-to-open).
+ */
+static bool killed_task(void)
+{
+	return fatal_signal_pending(current) ||
+	       ((current->flags & PF_EXITING) &&
+		(READ_ONCE(current->signal->group_exit_code) & 0x7f));
+}
+
 static int pohmel_release(struct inode *inode, struct file *file)
 {
 	struct pohmel_handle *h = file->private_data;
+	bool killed = killed_task();
 
-	if (file->f_mode & FMODE_WRITE)
+	if ((file->f_mode & FMODE_WRITE) && !killed)
 		filemap_write_and_wait(inode->i_mapping);
 	pohmel_put_handle(h);
+	if (killed)
+		return 0;
 	/*
 	 * Without a grant the next open asks the server anyway; past the
 	 * cap an idle handle would take a slot an open file may need.
@@ -208,7 +228,7 @@ static int pohmel_release(struct inode *inode, struct file *file)
 /* close(2): write back what this writer left, and report errors now */
 static int pohmel_flush(struct file *file, fl_owner_t id)
 {
-	if (!(file->f_mode & FMODE_WRITE))
+	if (!(file->f_mode & FMODE_WRITE) || killed_task())
 		return 0;
 	return filemap_write_and_wait(file_inode(file)->i_mapping);
 }

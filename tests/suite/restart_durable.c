@@ -38,6 +38,65 @@
 
 #define BIG	(64 * 1024)
 
+/*
+ * Shell commands run in a child forked before any file of the mount is
+ * open: a system() child of the test itself would inherit its
+ * descriptors, and closing them (exit, or exec's close-on-exec) writes
+ * back, through ->flush, what a check means to keep dirty - or waits
+ * for a server the check has stopped.
+ */
+static int sh_req = -1, sh_rep = -1;
+
+static void sh_start(void)
+{
+	int req[2], rep[2];
+	char cmd[1024];
+	pid_t pid;
+
+	if (pipe(req) || pipe(rep))
+		die("pipe: %s", strerror(errno));
+	pid = fork();
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		size_t len;
+
+		close(req[1]);
+		close(rep[0]);
+		while (read(req[0], &len, sizeof(len)) == sizeof(len) &&
+		       len < sizeof(cmd) &&
+		       read(req[0], cmd, len) == (ssize_t)len) {
+			int rc;
+
+			cmd[len] = 0;
+			rc = system(cmd);
+			if (write(rep[1], &rc, sizeof(rc)) != sizeof(rc))
+				break;
+		}
+		_exit(0);
+	}
+	close(req[0]);
+	close(rep[1]);
+	sh_req = req[1];
+	sh_rep = rep[0];
+}
+
+/* system(@cmd) in the child; its status, or -1 */
+static int sh(const char *cmd)
+{
+	size_t len = strlen(cmd);
+	int rc;
+
+	if (sh_req < 0 || len >= 1024 ||
+	    write(sh_req, &len, sizeof(len)) != sizeof(len) ||
+	    write(sh_req, cmd, len) != (ssize_t)len)
+		return -1;
+	while (read(sh_rep, &rc, sizeof(rc)) != sizeof(rc))
+		if (errno != EINTR)
+			return -1;
+	return rc;
+}
+
 static int server(const char *how)
 {
 	const char *s = getenv("POHMEL_SERVER");
@@ -46,7 +105,7 @@ static int server(const char *how)
 	if (!s)
 		return -1;
 	snprintf(cmd, sizeof(cmd), "%s %s", s, how);
-	return system(cmd);
+	return sh(cmd);
 }
 
 static int content_is(const char *path, const unsigned char *want, size_t len)
@@ -429,7 +488,7 @@ static void test_resend(const char *w1, const char *w2)
 	snprintf(cmd, sizeof(cmd),
 		 "cat /proc/sys/kernel/random/uuid > %s && systemctl set-environment POHMELD_TEST_BOOT_ID=%s",
 		 bootid, bootid);
-	tap_check(system(cmd) == 0 && server("start") == 0,
+	tap_check(sh(cmd) == 0 && server("start") == 0,
 		  "restart: resend: server started with another boot id");
 	fd = open(p1, O_RDWR);
 	tap_check(fd >= 0 && fsync_retry(fd, 30) == 0, "restart: resend: open and fsync");
@@ -456,7 +515,7 @@ static void test_resend(const char *w1, const char *w2)
 		  errno ? strerror(errno) : "it returned 0");
 	if (dfd >= 0)
 		close(dfd);
-	tap_check(system("systemctl unset-environment POHMELD_TEST_BOOT_ID") == 0 &&
+	tap_check(sh("systemctl unset-environment POHMELD_TEST_BOOT_ID") == 0 &&
 		  server("restart") == 0,
 		  "restart: resend: server restarted with its own boot id");
 }
@@ -469,6 +528,7 @@ int do_durable(const char *w1, const char *w2, const char *ws, const char *smnt,
 	sigaction(SIGALRM, &sa, NULL);	/* no SA_RESTART: read gives up */
 	if (!getenv("POHMEL_SERVER") || !getenv("POHMEL_MNT1"))
 		die("restart durable: needs POHMEL_SERVER and POHMEL_MNT1");
+	sh_start();
 	test_dirsync(w1);
 	test_keep(w2, ws, smnt);
 	test_killed(w1, w2);
