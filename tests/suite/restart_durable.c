@@ -509,10 +509,11 @@ static void test_resend(const char *w1, const char *w2)
 		  "restart: names: reported once: the next syncfs returns 0");
 	if (sfd >= 0)
 		close(sfd);
-	errno = 0;
-	tap_check(dfd >= 0 && fsync(dfd) == -1 && errno == EIO,
+	rc = dfd >= 0 ? fsync(dfd) : 0;
+	err = rc ? errno : 0;
+	tap_check(rc == -1 && err == EIO,
 		  "restart: names: fsync of the directory fails with EIO (%s)",
-		  errno ? strerror(errno) : "it returned 0");
+		  rc ? strerror(err) : "it returned 0");
 	if (dfd >= 0)
 		close(dfd);
 	tap_check(sh("systemctl unset-environment POHMELD_TEST_BOOT_ID") == 0 &&
