@@ -45,6 +45,9 @@ static int fill_folios(struct file *file, struct inode *inode,
 	unsigned int i;
 	ssize_t n;
 
+	n = pohmel_handle_ready(h);
+	if (n)
+		goto out;
 	bv = kmalloc_array(nr, sizeof(*bv), GFP_NOFS);
 	if (!bv) {
 		n = -ENOMEM;
@@ -152,8 +155,12 @@ ssize_t pohmel_write_folios(struct inode *inode, struct folio **folios,
 	struct bio_vec *bv;
 	struct iov_iter it;
 	unsigned int i;
-	ssize_t n = -ENOMEM;
+	ssize_t n;
 
+	n = pohmel_handle_ready(h);
+	if (n)
+		goto out;
+	n = -ENOMEM;
 	bv = kmalloc_array(nr, sizeof(*bv), GFP_NOFS);
 	if (!bv)
 		goto out;

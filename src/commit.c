@@ -202,6 +202,9 @@ int pohmel_commit(struct inode *inode, struct pohmel_handle *h, u32 flags,
 	u32 before, after;
 	int err;
 
+	err = pohmel_handle_ready(h);
+	if (err)
+		return err;
 	take_set(pi, &set);
 	atomic64_inc(&sbi->stats.commits);
 	before = pohmel_verf_gen(inode);

@@ -27,7 +27,8 @@ static void handle_release(struct kref *ref)
 	struct pohmel_handle *h = container_of(ref, struct pohmel_handle, ref);
 
 	/* CLOSE is sent even on a dying connection: the server must learn */
-	pohmel_rpc_close(h->conn, &h->oid, h->handle);
+	if (!h->deferred)
+		pohmel_rpc_close(h->conn, &h->oid, h->handle);
 	put_cred(h->cred);
 	kfree(h);
 }
@@ -36,6 +37,57 @@ void pohmel_put_handle(struct pohmel_handle *h)
 {
 	if (h)
 		kref_put(&h->ref, handle_release);
+}
+
+/*
+ * Send a deferred OPEN (see pohmel_open): as the opener, who created the
+ * file, so its mode does not matter (POHMEL_OPEN_CREATED). The rpc sends
+ * the write-back log first, so the create reaches the server before it.
+ * 0 once h->handle is usable (at once if it already is), or -errno.
+ */
+int pohmel_handle_ready(struct pohmel_handle *h)
+{
+	const struct cred *old;
+	struct pohmel_fattr fa;
+	u64 handle;
+	int err = 0;
+
+	if (!h || !smp_load_acquire(&h->deferred))
+		return 0;
+	mutex_lock(&h->open_mu);
+	if (!h->deferred)
+		goto unlock;
+	old = override_creds(h->cred);
+	err = pohmel_rpc_open(h->conn, &h->oid,
+			      h->flags | POHMEL_OPEN_CREATED, &handle, &fa);
+	if (err == -EACCES && h->flags != h->want) {
+		h->flags = h->want;
+		err = pohmel_rpc_open(h->conn, &h->oid,
+				      h->flags | POHMEL_OPEN_CREATED, &handle,
+				      &fa);
+	}
+	revert_creds(old);
+	if (!err) {
+		h->handle = handle;
+		smp_store_release(&h->deferred, false);
+	}
+unlock:
+	mutex_unlock(&h->open_mu);
+	return err;
+}
+
+/*
+ * May @file's OPEN wait for the handle's first use? Only for a file its
+ * opener just created on a writeback mount, held EXCL: nobody else can
+ * have changed it, so the fresh attributes OPEN brings are ours already.
+ */
+static bool open_deferrable(struct inode *inode, struct file *file)
+{
+	return POHMEL_SB(inode->i_sb)->opts.writeback &&
+	       (file->f_mode & FMODE_CREATED) &&
+	       (READ_ONCE(pohmel_conn(inode)->sess.features) &
+		POHMEL_FEAT_FD_ACCESS) &&
+	       pohmel_grant(inode, NULL) == POHMEL_GRANT_EXCL;
 }
 
 /* A referenced handle of @inode with all of @want (POHMEL_OPEN_*), or NULL. */
@@ -145,6 +197,7 @@ static int pohmel_open(struct inode *inode, struct file *file)
 		return -ENOMEM;
 	kref_init(&h->ref);
 	INIT_LIST_HEAD(&h->list);
+	mutex_init(&h->open_mu);
 	h->conn = pohmel_conn(inode);
 	h->oid = pi->oid;
 	/*
@@ -153,9 +206,16 @@ static int pohmel_open(struct inode *inode, struct file *file)
 	 * that may not writes through (pohmel_write_iter).
 	 */
 	h->flags = flags;
+	h->want = flags;
 	if (flags == POHMEL_OPEN_WRITE &&
 	    !pohmel_permission_noidmap(inode, MAY_READ))
 		h->flags = POHMEL_OPEN_ALL;
+	if (open_deferrable(inode, file)) {
+		atomic64_inc(&sbi->stats.open_deferred);
+		h->deferred = true;
+		h->cred = get_cred(file->f_cred);
+		goto listed;
+	}
 	/* close-to-open: OPEN returns fresh attributes */
 	err = pohmel_rpc_open(h->conn, &pi->oid,
 			      h->flags | open_created(inode, file), &h->handle,
@@ -178,6 +238,7 @@ static int pohmel_open(struct inode *inode, struct file *file)
 		pohmel_put_handle(h);
 		return err;
 	}
+listed:
 	kref_get(&h->ref);		/* the list's reference */
 	spin_lock(&pi->lock);
 	list_add(&h->list, &pi->handles);
@@ -253,6 +314,8 @@ static ssize_t direct_read(struct kiocb *iocb, struct iov_iter *to)
 
 	/* what we wrote through mmap must be visible to direct reads */
 	err = filemap_write_and_wait(inode->i_mapping);
+	if (!err)
+		err = pohmel_handle_ready(h);
 	if (err)
 		return err;
 	while (iov_iter_count(to)) {
@@ -312,6 +375,8 @@ static ssize_t write_through(struct kiocb *iocb, struct iov_iter *from)
 
 	err = filemap_write_and_wait_range(inode->i_mapping, start,
 					   start + iov_iter_count(from) - 1);
+	if (!err)
+		err = pohmel_handle_ready(h);
 	if (err)
 		return err;
 	while (iov_iter_count(from)) {

@@ -613,20 +613,25 @@ static void ts_or_now(struct pohmel_sattr *sa, unsigned int ia, u32 now,
  * at open, so the size changes through its handle, as on a local fs, and
  * not against the file's mode now (open(O_CREAT, 0) then ftruncate).
  */
-static void size_via_handle(struct inode *inode, const struct iattr *attr,
-			    struct pohmel_sattr *sa)
+static int size_via_handle(struct inode *inode, const struct iattr *attr,
+			   struct pohmel_sattr *sa)
 {
-	const struct pohmel_handle *h;
+	struct pohmel_handle *h;
+	int err;
 
 	if (!(attr->ia_valid & ATTR_FILE) || !attr->ia_file ||
 	    !(READ_ONCE(pohmel_conn(inode)->sess.features) &
 	      POHMEL_FEAT_FD_ACCESS))
-		return;
+		return 0;
 	h = attr->ia_file->private_data;
 	if (!h || !(h->flags & POHMEL_OPEN_WRITE))
-		return;
+		return 0;
+	err = pohmel_handle_ready(h);
+	if (err)
+		return err;
 	sa->valid |= POHMEL_SET_HANDLE;
 	sa->handle = h->handle;
+	return 0;
 }
 
 int pohmel_setattr(POHMEL_IDMAP_PARAM struct dentry *dentry,
@@ -667,7 +672,9 @@ int pohmel_setattr(POHMEL_IDMAP_PARAM struct dentry *dentry,
 			return -EINVAL;
 		sa.valid |= POHMEL_SET_SIZE;
 		sa.size = attr->ia_size;
-		size_via_handle(inode, attr, &sa);
+		err = size_via_handle(inode, attr, &sa);
+		if (err)
+			return err;
 	}
 	if (v & ATTR_ATIME) {
 		ts_or_now(&sa, v & ATTR_ATIME_SET, POHMEL_SET_ATIME_NOW,

@@ -68,6 +68,7 @@ struct pohmel_vfs_stats {
 	atomic64_t commits;		/* FSYNCs sent by commit.c */
 	atomic64_t commit_resends;	/* pages sent again: verifier changed */
 	atomic64_t wb_local;		/* objects created locally (wb.c) */
+	atomic64_t open_deferred;	/* a new file's OPEN left for first use */
 	atomic64_t wb_flushed;		/* ... and their creates sent */
 	atomic64_t wb_errors;		/* ... refused by the server */
 };
@@ -129,8 +130,17 @@ struct pohmel_handle {
 	struct list_head list;		/* pohmel_inode.handles; ->lock */
 	struct pohmel_conn *conn;
 	struct pohmel_foid oid;
+	/*
+	 * A new file's OPEN is sent when the handle is first used
+	 * (pohmel_handle_ready): while deferred, handle is 0. open_mu
+	 * serializes that OPEN; deferred goes false (release) after
+	 * handle is set, and is read with acquire.
+	 */
+	struct mutex open_mu;
+	bool deferred;
 	u64 handle;
 	u32 flags;			/* POHMEL_OPEN_* */
+	u32 want;			/* what the opener asked for */
 	const struct cred *cred;
 };
 
@@ -247,6 +257,7 @@ void pohmel_dcache_new_dir(struct inode *dir);
 extern const struct file_operations pohmel_file_fops;
 struct pohmel_handle *pohmel_get_handle(struct inode *inode, u32 want);
 void pohmel_put_handle(struct pohmel_handle *h);
+int pohmel_handle_ready(struct pohmel_handle *h);
 void pohmel_drop_idle_handles(struct inode *inode);
 
 /* addr.c */

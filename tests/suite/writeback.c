@@ -7,6 +7,10 @@
  *            mount holds EXCL: no create request is sent (mountstats),
  *            the objects are there at once, with their final inode
  *            numbers, and stat of them sends nothing either;
+ *   open     open(O_CREAT) and close of new files sends nothing either
+ *            (no create, no OPEN: it waits for the handle's first use);
+ *            a file another user creates with mode 0 is written and
+ *            fsynced through that later OPEN (as its creator);
  *   recall   mount 2's listing of the directory recalls the grant: the
  *            writer sends its creates first, and mount 2 sees every name,
  *            with the same inode numbers and types;
@@ -24,9 +28,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define N	40
+#define NF	20
 
 static const char *wbmnt;
 
@@ -73,13 +79,55 @@ static int type_ok(const struct stat *st, int i)
 	}
 }
 
+/*
+ * In a directory of WB open to all (made locally too), uid 65534 creates
+ * a file with mode 0, writes 5 bytes and fsyncs: the deferred OPEN goes
+ * as the creator (POHMEL_OPEN_CREATED), whatever the mode. 1 if the
+ * export then holds them.
+ */
+static int mode0_file(const char *wb, const char *ex)
+{
+	char dir[4300], p[4400], got[16];
+	int st;
+	pid_t pid;
+
+	snprintf(dir, sizeof(dir), "%s/u", wb);
+	if (mkdir(dir, 0777) || chmod(dir, 0777))
+		return 0;
+	pid = fork();
+	if (pid == 0) {
+		int fd;
+
+		snprintf(p, sizeof(p), "%s/m0", dir);
+		if (setgid(65534) || setuid(65534))
+			_exit(2);
+		fd = open(p, O_RDWR | O_CREAT | O_EXCL, 0);
+		if (fd < 0)
+			_exit(3);
+		if (write(fd, "hello", 5) != 5)
+			_exit(4);
+		if (fsync(fd))
+			_exit(5);
+		_exit(close(fd) ? 6 : 0);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		return 0;
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		tap_diag("mode 0 writer: status %#x (%s)", st,
+			 WIFEXITED(st) ? "exit 3 open, 4 write, 5 fsync, 6 close" : "signal");
+		return 0;
+	}
+	snprintf(p, sizeof(p), "%s/u/m0", ex);
+	return read_file(p, got, sizeof(got)) == 5 && !memcmp(got, "hello", 5);
+}
+
 int main(int argc, char **argv)
 {
-	long long c0, c1, l0, f0, g0;
+	long long c0, c1, l0, f0, g0, o0;
 	char d[4200], d2[4200], p[4300], ex[4200];
 	ino_t ino[N];
 	struct stat st;
-	int i, ok, fd, names;
+	int i, ok, fd, names, files;
 	DIR *dh;
 	struct dirent *de;
 
@@ -119,16 +167,40 @@ int main(int argc, char **argv)
 	tap_check(mstat("getattr") == g0 && creates() == c0,
 		  "writeback: local: stat of them sends nothing either");
 
+	/* open */
+	o0 = mstat("open");
+	l0 = mstat("open_deferred");
+	ok = 1;
+	for (i = 0; i < NF; i++) {
+		snprintf(p, sizeof(p), "%s/f%d", d, i);
+		fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0644);
+		if (fd < 0 || close(fd))
+			ok = 0;
+	}
+	tap_check(ok, "writeback: open: %d files made by open(O_CREAT), closed", NF);
+	c1 = mstat("open");
+	tap_check(o0 >= 0 && c1 == o0 && creates() == c0,
+		  "writeback: open: no OPEN and no create sent (OPENs %lld -> %lld)",
+		  o0, c1);
+	c1 = mstat("open_deferred");
+	tap_check(c1 == l0 + NF,
+		  "writeback: open: mountstats open_deferred counts them (%lld -> %lld)",
+		  l0, c1);
+
 	/* recall */
 	f0 = mstat("wb_flushed");
-	names = 0;
+	names = files = 0;
 	dh = opendir(d2);
-	while (dh && (de = readdir(dh)))
+	while (dh && (de = readdir(dh))) {
 		names += de->d_name[0] == 'n';
+		files += de->d_name[0] == 'f';
+	}
 	if (dh)
 		closedir(dh);
 	tap_check(names == N + 1,
 		  "writeback: recall: mount 2 lists all %d names (%d)", N + 1, names);
+	tap_check(files == NF,
+		  "writeback: recall: and the %d files made by open(O_CREAT) (%d)", NF, files);
 	tap_check(mstat("wb_flushed") >= f0 + N,
 		  "writeback: recall: the writer sent its creates first (wb_flushed %lld -> %lld)",
 		  f0, mstat("wb_flushed"));
@@ -152,6 +224,14 @@ int main(int argc, char **argv)
 		  f0, c1);
 	snprintf(p, sizeof(p), "%s/n1001", ex);
 	tap_check(lstat(p, &st) == 0, "writeback: fsync: it is in the export");
+
+	l0 = mstat("open_deferred");
+	tap_check(mode0_file(d, ex) == 1,
+		  "writeback: open: another user's file created with mode 0 is written and fsynced (the export has its 5 bytes)");
+	c1 = mstat("open_deferred");
+	tap_check(c1 == l0 + 1,
+		  "writeback: open: its OPEN was the deferred one (open_deferred %lld -> %lld)",
+		  l0, c1);
 
 	/* age */
 	tap_check(make(d, 1002) == 0, "writeback: age: one more name, local");
