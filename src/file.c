@@ -52,6 +52,7 @@ int pohmel_handle_ready(struct pohmel_handle *h)
 	u64 handle;
 	int err = 0;
 
+	/* pairs with the release below: handle is read after deferred */
 	if (!h || !smp_load_acquire(&h->deferred))
 		return 0;
 	mutex_lock(&h->open_mu);
@@ -69,6 +70,7 @@ int pohmel_handle_ready(struct pohmel_handle *h)
 	revert_creds(old);
 	if (!err) {
 		h->handle = handle;
+		/* handle is set before anyone sees deferred false */
 		smp_store_release(&h->deferred, false);
 	}
 unlock:
