@@ -538,6 +538,19 @@ static uint32_t want_of(const struct req *r, const struct wattr *a)
 						   POHMEL_GRANT_SHARED;
 	case POHMEL_OP_GRANT:
 		return r->m->type;
+	case POHMEL_OP_CREATE:
+	case POHMEL_OP_MKDIR:
+	case POHMEL_OP_MKNOD:
+	case POHMEL_OP_SYMLINK:
+		/*
+		 * A create under a delegated id was made by the client
+		 * first, under the directory's EXCL: what it buffered for
+		 * the object since (data, attributes) is its alone still.
+		 */
+		if ((r->m->flags & POHMEL_CREATE_ID) &&
+		    a->oid.id != r->m->oid.id)
+			return POHMEL_GRANT_EXCL;
+		break;
 	}
 	return POHMEL_GRANT_SHARED;
 }

@@ -267,12 +267,25 @@ static bool killed_task(void)
 		(READ_ONCE(current->signal->group_exit_code) & 0x7f));
 }
 
+/*
+ * Write back at close? Not under writeback's EXCL (the recall does it),
+ * unless the mount lists so many handles that this file's is dropped
+ * at release: dirty pages are written with their opener's handle.
+ */
+static bool close_writes_back(struct inode *inode)
+{
+	return !pohmel_wb_keeps_dirty(inode) ||
+	       atomic_read(&POHMEL_SB(inode->i_sb)->listed_handles) >
+	       POHMEL_LISTED_HANDLES_MAX;
+}
+
 static int pohmel_release(struct inode *inode, struct file *file)
 {
 	struct pohmel_handle *h = file->private_data;
 	bool killed = killed_task();
 
-	if ((file->f_mode & FMODE_WRITE) && !killed)
+	if ((file->f_mode & FMODE_WRITE) && !killed &&
+	    close_writes_back(inode))
 		filemap_write_and_wait(inode->i_mapping);
 	pohmel_put_handle(h);
 	if (killed)
@@ -291,7 +304,8 @@ static int pohmel_release(struct inode *inode, struct file *file)
 /* close(2): write back what this writer left, and report errors now */
 static int pohmel_flush(struct file *file, fl_owner_t id)
 {
-	if (!(file->f_mode & FMODE_WRITE) || killed_task())
+	if (!(file->f_mode & FMODE_WRITE) || killed_task() ||
+	    !close_writes_back(file_inode(file)))
 		return 0;
 	return filemap_write_and_wait(file_inode(file)->i_mapping);
 }

@@ -585,8 +585,10 @@ int pohmel_getattr(POHMEL_IDMAP_PARAM const struct path *path,
 	struct inode *inode = d_inode(path->dentry);
 	int err;
 
+	/* the server's size and mtime, unless ours are the truth (EXCL) */
 	if (S_ISREG(inode->i_mode) && inode->i_mapping->nrpages &&
-	    mapping_tagged(inode->i_mapping, PAGECACHE_TAG_DIRTY))
+	    mapping_tagged(inode->i_mapping, PAGECACHE_TAG_DIRTY) &&
+	    !pohmel_wb_keeps_dirty(inode))
 		filemap_write_and_wait(inode->i_mapping);
 	if ((flags & AT_STATX_SYNC_TYPE) != AT_STATX_DONT_SYNC) {
 		err = pohmel_revalidate_inode(inode, (flags &

@@ -288,6 +288,7 @@ int pohmel_commit_fs(struct super_block *sb);
 
 /* wb.c */
 void pohmel_wb_init(struct pohmel_sb_info *sbi);
+bool pohmel_wb_keeps_dirty(struct inode *inode);
 int pohmel_wb_create(struct inode *dir, struct dentry *dentry, u16 op,
 		     umode_t mode, dev_t rdev, const char *target);
 int pohmel_wb_flush(struct pohmel_sb_info *sbi);

@@ -70,6 +70,17 @@ static bool wb_usable(struct inode *dir)
 	       pohmel_conn_grants(&sbi->conn);
 }
 
+/*
+ * May @inode's dirty data stay in the page cache past close and stat?
+ * On a writeback mount, while it is held EXCL: nobody else can see the
+ * file without a recall, and a recall writes it back before the ack.
+ */
+bool pohmel_wb_keeps_dirty(struct inode *inode)
+{
+	return POHMEL_SB(inode->i_sb)->opts.writeback &&
+	       pohmel_grant(inode, NULL) == POHMEL_GRANT_EXCL;
+}
+
 /* An id from the pool (wb->lock held); 0 if it is empty. */
 static u64 take_id(struct pohmel_wb *wb, u64 *gen)
 {

@@ -69,6 +69,9 @@ static int idrange(struct pc *c, uint64_t seq, uint32_t count, struct range *r)
 static int create_in(struct pc *c, const struct woid *dir, uint64_t seq,
 		     uint16_t op, const char *name, uint64_t id, struct woid *got);
 
+/* the new object's attributes in create_in's last reply */
+static struct wattr last_created;
+
 /* CREATE (or MKDIR) with POHMEL_CREATE_ID; the new object's oid. */
 static int create_id(struct pc *c, uint64_t seq, uint16_t op, const char *name,
 		     uint64_t id, struct woid *got)
@@ -96,6 +99,8 @@ static int create_in(struct pc *c, const struct woid *dir, uint64_t seq,
 		return -EPROTO;
 	if (!err && got)
 		woid_get(rep, got);
+	if (!err)
+		wattr_get(rep, &last_created);
 	return err;
 }
 
@@ -442,6 +447,9 @@ static void t_dirgrant(void)
 	CHECK(create_in(&a, &d.oid, 901, POHMEL_OP_CREATE, "wbx", r.start, &o) == 0 &&
 	      o.id == r.start, "A flushes its create of wbx under delegated id %llu",
 	      (unsigned long long)r.start);
+	CHECK(last_created.grant == POHMEL_GRANT_EXCL,
+	      "wbx comes back EXCL to A (the data A wrote to it locally stays A's; grant %u)",
+	      last_created.grant);
 	CHECK(pc_recall_ack(&a, &rc) == 0, "then acks");
 	pthread_join(t, NULL);
 	CHECK(j.err == 0 && j.a.oid.id == r.start && j.a.oid.gen == r.gen,

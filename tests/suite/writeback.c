@@ -127,6 +127,7 @@ int main(int argc, char **argv)
 	char d[4200], d2[4200], p[4300], ex[4200];
 	ino_t ino[N];
 	struct stat st;
+	static unsigned char data[8192 + 100], got[sizeof(data) + 1];
 	int i, ok, fd, names, files;
 	DIR *dh;
 	struct dirent *de;
@@ -186,6 +187,18 @@ int main(int argc, char **argv)
 	tap_check(c1 == l0 + NF,
 		  "writeback: open: mountstats open_deferred counts them (%lld -> %lld)",
 		  l0, c1);
+	/* data: written, closed and stat'ed, it stays in the page cache */
+	fill_pattern(data, sizeof(data), 7, 0);
+	o0 = mstat("write") + mstat("open") + mstat("getattr") + mstat("setattr");
+	snprintf(p, sizeof(p), "%s/data", d);
+	ok = write_file(p, data, sizeof(data), O_EXCL, 0644) == 0 &&
+	     stat(p, &st) == 0 && st.st_size == (off_t)sizeof(data);
+	tap_check(ok, "writeback: data: a new file written (%zu bytes), closed, stat shows its size",
+		  sizeof(data));
+	c1 = mstat("write") + mstat("open") + mstat("getattr") + mstat("setattr");
+	tap_check(o0 >= 0 && c1 == o0,
+		  "writeback: data: no WRITE, OPEN, GETATTR or SETATTR sent for it (%lld -> %lld)",
+		  o0, c1);
 
 	/* recall */
 	f0 = mstat("wb_flushed");
@@ -201,6 +214,10 @@ int main(int argc, char **argv)
 		  "writeback: recall: mount 2 lists all %d names (%d)", N + 1, names);
 	tap_check(files == NF,
 		  "writeback: recall: and the %d files made by open(O_CREAT) (%d)", NF, files);
+	snprintf(p, sizeof(p), "%s/data", d2);
+	tap_check(read_file(p, got, sizeof(got)) == (ssize_t)sizeof(data) &&
+		  !memcmp(got, data, sizeof(data)),
+		  "writeback: recall: mount 2 reads the data the writer kept in its page cache");
 	tap_check(mstat("wb_flushed") >= f0 + N,
 		  "writeback: recall: the writer sent its creates first (wb_flushed %lld -> %lld)",
 		  f0, mstat("wb_flushed"));
