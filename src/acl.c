@@ -84,8 +84,13 @@ int pohmel_set_acl(POHMEL_SET_ACL_PARAMS)
 		if (!buf)
 			return -ENOMEM;
 	}
-	err = pohmel_rpc_setxattr(pohmel_conn(inode), &POHMEL_I(inode)->oid,
-				  acl_name(type), buf, size, 0);
+	/* after local mode changes; none made locally with an ACL */
+	clear_bit(POHMEL_I_WB_NEW, &POHMEL_I(inode)->flags);
+	err = pohmel_wb_attr_flush(inode);
+	if (!err)
+		err = pohmel_rpc_setxattr(pohmel_conn(inode),
+					  &POHMEL_I(inode)->oid,
+					  acl_name(type), buf, size, 0);
 	kfree(buf);
 	if (!acl && err == -ENODATA)
 		err = 0;

@@ -338,6 +338,10 @@ static int do_remove(struct inode *dir, struct dentry *dentry, u16 op)
 	u32 gen = pohmel_verf_gen(dir);
 	int err;
 
+	/* sent first: applied after the unlink they would find nothing */
+	err = pohmel_wb_attr_flush(inode);
+	if (err)
+		return err;
 	err = pohmel_rpc_remove(pohmel_conn(dir), op, &POHMEL_I(dir)->oid,
 				dentry->d_name.name, dentry->d_name.len,
 				&pdir);
@@ -380,6 +384,12 @@ static int pohmel_rename(POHMEL_IDMAP_PARAM struct inode *odir,
 		wflags |= POHMEL_RENAME_NOREPLACE;
 	if (flags & RENAME_EXCHANGE)
 		wflags |= POHMEL_RENAME_EXCHANGE;
+	/* a target replaced goes away: what it has pending goes first */
+	if (target) {
+		err = pohmel_wb_attr_flush(target);
+		if (err)
+			return err;
+	}
 	err = pohmel_rpc_rename(pohmel_conn(odir), &POHMEL_I(odir)->oid,
 				old->d_name.name, old->d_name.len,
 				&POHMEL_I(ndir)->oid, new->d_name.name,

@@ -194,6 +194,10 @@ static int pohmel_open(struct inode *inode, struct file *file)
 		pohmel_drop_idle_handles(inode);
 	}
 	atomic64_inc(&sbi->stats.open_misses);
+	/* OPEN checks access against the mode: local changes go first */
+	err = pohmel_wb_attr_flush(inode);
+	if (err)
+		return err;
 	h = kzalloc(sizeof(*h), GFP_KERNEL);
 	if (!h)
 		return -ENOMEM;
@@ -490,9 +494,14 @@ static int pohmel_fsync(struct file *file, loff_t start, loff_t end,
 	struct pohmel_fattr fa;
 	int err;
 
-	err = pohmel_write_and_commit(inode, h, start, end,
-				      datasync ? POHMEL_FSYNC_DATAONLY : 0,
-				      &fa);
+	/* data, then attributes changed locally (a WRITE moves mtime) */
+	err = filemap_write_and_wait_range(inode->i_mapping, start, end);
+	if (!err)
+		err = pohmel_wb_attr_flush(inode);
+	if (!err)
+		err = pohmel_write_and_commit(inode, h, start, end,
+					      datasync ? POHMEL_FSYNC_DATAONLY :
+					      0, &fa);
 	if (err)
 		return err;
 	return pohmel_refresh_inode(inode, &fa, POHMEL_REFRESH_OWN);

@@ -81,6 +81,8 @@ struct inode *pohmel_alloc_inode(struct super_block *sb)
 	pi->epoch = 0;
 	pi->attr_rseq = 0;
 	pi->dcache = NULL;
+	pi->dsa.valid = 0;
+	pi->dsa_cred = NULL;
 	return &pi->vfs_inode;
 }
 
@@ -99,6 +101,7 @@ void pohmel_evict_inode(struct inode *inode)
 
 	truncate_inode_pages_final(&inode->i_data);
 	pohmel_unstable_drop(inode);
+	pohmel_wb_attr_forget(inode);
 	clear_inode(inode);
 	pohmel_drop_idle_handles(inode);
 	WARN_ON_ONCE(!list_empty(&pi->handles));
@@ -311,6 +314,8 @@ int pohmel_refresh_inode(struct inode *inode, const struct pohmel_fattr *fa,
 					  i_size_read(inode)));
 	else
 		i_size_write(inode, fa->size);
+	/* changed locally and not sent yet: ours are newer */
+	pohmel_wb_attr_reapply(inode);
 	take_grant(inode, fa);
 	spin_unlock(&pi->lock);
 	if (stale && S_ISREG(inode->i_mode))
@@ -336,10 +341,6 @@ void pohmel_extend_size(struct inode *inode, loff_t end)
 	spin_unlock(&pi->lock);
 }
 
-/*
- * Our own change made the cached attributes wrong in a way no reply
- * told: forget them, and the grant that would keep serving them.
- */
 /* A name made in @dir locally (wb.c): its times move, as the server's will. */
 void pohmel_touch_dir(struct inode *dir, const struct timespec64 *now)
 {
@@ -351,6 +352,10 @@ void pohmel_touch_dir(struct inode *dir, const struct timespec64 *now)
 	spin_unlock(&pi->lock);
 }
 
+/*
+ * Our own change made the cached attributes wrong in a way no reply
+ * told: forget them, and the grant that would keep serving them.
+ */
 void pohmel_invalidate_attrs(struct inode *inode)
 {
 	struct pohmel_inode *pi = POHMEL_I(inode);
@@ -412,6 +417,8 @@ static void recall_one(struct inode *inode, u32 to)
 	pohmel_dcache_put(dc);
 	if (S_ISREG(inode->i_mode))
 		filemap_write_and_wait(inode->i_mapping);
+	/* after the data: a WRITE would move the mtime they set */
+	pohmel_wb_attr_flush(inode);
 	if (to != POHMEL_GRANT_SHARED) {
 		atomic64_inc(&sbi->stats.recall_drops);
 		if (S_ISREG(inode->i_mode)) {
@@ -648,6 +655,9 @@ int pohmel_setattr(POHMEL_IDMAP_PARAM struct dentry *dentry,
 	err = pohmel_setattr_prepare(dentry, attr);
 	if (err)
 		return err;
+	err = pohmel_wb_setattr(inode, attr);
+	if (err != -EAGAIN)
+		return err;
 	if (S_ISREG(inode->i_mode)) {
 		/*
 		 * Cached writes go out first: sent after the new attributes,
@@ -657,6 +667,10 @@ int pohmel_setattr(POHMEL_IDMAP_PARAM struct dentry *dentry,
 		if (err)
 			return err;
 	}
+	/* earlier local changes first, in the order they were made */
+	err = pohmel_wb_attr_flush(inode);
+	if (err)
+		return err;
 	if (v & ATTR_MODE) {
 		sa.valid |= POHMEL_SET_MODE;
 		sa.mode = attr->ia_mode & 07777;

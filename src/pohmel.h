@@ -68,6 +68,7 @@ struct pohmel_vfs_stats {
 	atomic64_t commits;		/* FSYNCs sent by commit.c */
 	atomic64_t commit_resends;	/* pages sent again: verifier changed */
 	atomic64_t wb_local;		/* objects created locally (wb.c) */
+	atomic64_t wb_attr_local;	/* setattrs done locally (wb_attr.c) */
 	atomic64_t open_deferred;	/* a new file's OPEN left for first use */
 	atomic64_t wb_flushed;		/* ... and their creates sent */
 	atomic64_t wb_errors;		/* ... refused by the server */
@@ -110,6 +111,7 @@ enum {
 	POHMEL_I_DATA_STALE,		/* change moved: drop the page cache */
 	POHMEL_I_GRANT_REFUSED,		/* the last reply on this conn: NONE */
 	POHMEL_I_RELIST,		/* dir: small, listed: relist on a miss */
+	POHMEL_I_WB_NEW,		/* created locally by this mount (wb.c) */
 };
 
 /*
@@ -178,6 +180,9 @@ struct pohmel_inode {
 	struct list_head unstable;
 	u32 wt_gen;
 	u8 wt_state;
+	/* attributes changed locally, not yet sent (wb_attr.c); under lock */
+	struct pohmel_sattr dsa;
+	const struct cred *dsa_cred;
 };
 
 #define POHMEL_WT_NONE		0
@@ -288,6 +293,13 @@ int pohmel_commit_fs(struct super_block *sb);
 
 /* wb.c */
 void pohmel_wb_init(struct pohmel_sb_info *sbi);
+/* wb_attr.c */
+int pohmel_wb_setattr(struct inode *inode, const struct iattr *attr);
+int pohmel_wb_attr_flush(struct inode *inode);
+void pohmel_wb_attr_reapply(struct inode *inode);
+void pohmel_wb_attr_forget(struct inode *inode);
+
+/* wb.c */
 bool pohmel_wb_keeps_dirty(struct inode *inode);
 int pohmel_wb_create(struct inode *dir, struct dentry *dentry, u16 op,
 		     umode_t mode, dev_t rdev, const char *target);

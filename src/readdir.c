@@ -629,7 +629,9 @@ static int pohmel_dir_fsync(struct file *file, loff_t start, loff_t end,
 	struct pohmel_fattr fa;
 	int err, werr;
 
-	err = pohmel_commit(dir, NULL, 0, &fa);
+	err = pohmel_wb_attr_flush(dir);
+	if (!err)
+		err = pohmel_commit(dir, NULL, 0, &fa);
 	werr = file_check_and_advance_wb_err(file);
 	if (err)
 		return err;

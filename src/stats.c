@@ -76,6 +76,7 @@ int pohmel_show_stats(struct seq_file *m, struct dentry *root)
 	S("commit_resends", &vs->commit_resends);
 	S("wb_local", &vs->wb_local);
 	S("open_deferred", &vs->open_deferred);
+	S("wb_attr_local", &vs->wb_attr_local);
 	S("wb_flushed", &vs->wb_flushed);
 	S("wb_errors", &vs->wb_errors);
 	seq_puts(m, "\tops:");

@@ -306,6 +306,13 @@ static int pohmel_write_inode(struct inode *inode,
 {
 	int err;
 
+	/* changed locally (wb_attr.c): sent after the pages, just written */
+	if (pohmel_conn_is_up(pohmel_conn(inode)) ||
+	    !READ_ONCE(POHMEL_SB(inode->i_sb)->umounting)) {
+		err = pohmel_wb_attr_flush(inode);
+		if (err)
+			return err;
+	}
 	if (!S_ISREG(inode->i_mode) || !pohmel_has_unstable(inode))
 		return 0;
 	/*

@@ -205,6 +205,7 @@ locked:
 		kfree(ent);
 		return PTR_ERR(inode);
 	}
+	set_bit(POHMEL_I_WB_NEW, &POHMEL_I(inode)->flags);
 	ent->dir = igrab(dir);
 	ihold(inode);
 	ent->inode = inode;

@@ -38,6 +38,11 @@ static int pohmel_xattr_set(const struct xattr_handler *handler,
 		value = NULL;
 	else if (!value)
 		return -EINVAL;
+	/* after local attribute changes; and none made locally after it */
+	clear_bit(POHMEL_I_WB_NEW, &POHMEL_I(inode)->flags);
+	err = pohmel_wb_attr_flush(inode);
+	if (err)
+		return err;
 	err = pohmel_rpc_setxattr(pohmel_conn(inode), &POHMEL_I(inode)->oid,
 				  full, value ? value : NULL, size, wflags);
 	if (!err)

@@ -7,6 +7,9 @@
  *            mount holds EXCL: no create request is sent (mountstats),
  *            the objects are there at once, with their final inode
  *            numbers, and stat of them sends nothing either;
+ *   data     a new file written, closed, chmod'ed and utimensat'ed sends
+ *            nothing; the recall sends its data, then its attributes (the
+ *            other client sees the mtime set, not the WRITE's);
  *   open     open(O_CREAT) and close of new files sends nothing either
  *            (no create, no OPEN: it waits for the handle's first use);
  *            a file another user creates with mode 0 is written and
@@ -33,6 +36,7 @@
 
 #define N	40
 #define NF	20
+#define MTIME	1234567890
 
 static const char *wbmnt;
 
@@ -128,6 +132,7 @@ int main(int argc, char **argv)
 	ino_t ino[N];
 	struct stat st;
 	static unsigned char data[8192 + 100], got[sizeof(data) + 1];
+	const struct timespec tv[2] = { { MTIME, 0 }, { MTIME, 0 } };
 	int i, ok, fd, names, files;
 	DIR *dh;
 	struct dirent *de;
@@ -187,18 +192,30 @@ int main(int argc, char **argv)
 	tap_check(c1 == l0 + NF,
 		  "writeback: open: mountstats open_deferred counts them (%lld -> %lld)",
 		  l0, c1);
-	/* data: written, closed and stat'ed, it stays in the page cache */
+	/*
+	 * data: written, closed, its mode and mtime set (as tar does) and
+	 * stat'ed, it stays in the page cache, its attributes local
+	 */
 	fill_pattern(data, sizeof(data), 7, 0);
 	o0 = mstat("write") + mstat("open") + mstat("getattr") + mstat("setattr");
+	l0 = mstat("wb_attr_local");
 	snprintf(p, sizeof(p), "%s/data", d);
 	ok = write_file(p, data, sizeof(data), O_EXCL, 0644) == 0 &&
+	     chmod(p, 0640) == 0 && utimensat(AT_FDCWD, p, tv, 0) == 0 &&
 	     stat(p, &st) == 0 && st.st_size == (off_t)sizeof(data);
-	tap_check(ok, "writeback: data: a new file written (%zu bytes), closed, stat shows its size",
+	tap_check(ok, "writeback: data: a new file written (%zu bytes), closed, chmod, utimensat",
 		  sizeof(data));
+	tap_check(ok && (st.st_mode & 07777) == 0640 && st.st_mtime == MTIME,
+		  "writeback: data: stat shows the new mode and mtime (%o, %lld)",
+		  ok ? st.st_mode & 07777 : 0, ok ? (long long)st.st_mtime : 0LL);
 	c1 = mstat("write") + mstat("open") + mstat("getattr") + mstat("setattr");
 	tap_check(o0 >= 0 && c1 == o0,
 		  "writeback: data: no WRITE, OPEN, GETATTR or SETATTR sent for it (%lld -> %lld)",
 		  o0, c1);
+	c1 = mstat("wb_attr_local");
+	tap_check(c1 == l0 + 2,
+		  "writeback: data: mountstats wb_attr_local counts chmod and utimensat (%lld -> %lld)",
+		  l0, c1);
 
 	/* recall */
 	f0 = mstat("wb_flushed");
@@ -215,6 +232,10 @@ int main(int argc, char **argv)
 	tap_check(files == NF,
 		  "writeback: recall: and the %d files made by open(O_CREAT) (%d)", NF, files);
 	snprintf(p, sizeof(p), "%s/data", d2);
+	ok = stat(p, &st) == 0;
+	tap_check(ok && (st.st_mode & 07777) == 0640 && st.st_mtime == MTIME,
+		  "writeback: recall: mount 2 sees the data file's mode and mtime, set after its data (%o, %lld)",
+		  ok ? st.st_mode & 07777 : 0, ok ? (long long)st.st_mtime : 0LL);
 	tap_check(read_file(p, got, sizeof(got)) == (ssize_t)sizeof(data) &&
 		  !memcmp(got, data, sizeof(data)),
 		  "writeback: recall: mount 2 reads the data the writer kept in its page cache");

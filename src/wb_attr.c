@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * wb_attr.c - attributes changed locally (write-back of chmod, chown,
+ * utimes) on an object the client created itself under writeback's
+ * directory grant and still holds EXCL.
+ *
+ * The change is applied to the inode at once and kept as the inode's
+ * dirty attributes (one SETATTR's worth, with the credentials of who made
+ * it), like dirty data: sent after the inode's data (->write_inode, after
+ * the pages; fsync; the recall, before its ack) and before anything on
+ * the server that depends on it (an OPEN, an xattr or ACL change, a size
+ * change, an unlink or a rename over it). A reply
+ * that arrives meanwhile does not undo them (pohmel_wb_attr_reapply).
+ *
+ * Why only objects made locally: they have no ACL and no other holder,
+ * so the local VFS checks (setattr_prepare) are the server's own. Other
+ * objects still go to the server at once, and so do directories: a
+ * create in one is checked on the server against its mode, so a mode
+ * changed locally would have to be sent before the log's next entry.
+ *
+ * Lock rules: pi->lock protects pi->dsa and pi->dsa_cred. Creating them
+ * holds wb->grant_sem shared, so a RECALL (which holds it exclusive and
+ * sends them before its ack) never misses a change made under a grant it
+ * already took back.
+ */
+#include <linux/cred.h>
+#include <linux/fs.h>
+#include <linux/posix_acl.h>
+#include <linux/writeback.h>
+
+#include "pohmel.h"
+
+#define LOCAL_VALID	(ATTR_MODE | ATTR_UID | ATTR_GID | ATTR_ATIME | \
+			 ATTR_MTIME | ATTR_CTIME | ATTR_ATIME_SET | \
+			 ATTR_MTIME_SET | ATTR_KILL_SUID | ATTR_KILL_SGID | \
+			 ATTR_KILL_PRIV | ATTR_FILE | ATTR_FORCE | \
+			 ATTR_TIMES_SET | ATTR_TOUCH | ATTR_OPEN)
+
+static bool same_caller(const struct cred *a, const struct cred *b)
+{
+	return a == b || (uid_eq(a->fsuid, b->fsuid) &&
+			  gid_eq(a->fsgid, b->fsgid) &&
+			  a->group_info == b->group_info);
+}
+
+/*
+ * Apply the fields @sa sets to @inode (pi->lock held): after a local
+ * change, and again over a reply that came before they were sent.
+ */
+static void apply(struct inode *inode, const struct pohmel_sattr *sa)
+{
+	lockdep_assert_held(&POHMEL_I(inode)->lock);
+	if (sa->valid & POHMEL_SET_MODE)
+		inode->i_mode = (inode->i_mode & S_IFMT) | (sa->mode & 07777);
+	if (sa->valid & (POHMEL_SET_ATIME | POHMEL_SET_ATIME_NOW))
+		inode_set_atime_to_ts(inode, sa->atime);
+	if (sa->valid & (POHMEL_SET_MTIME | POHMEL_SET_MTIME_NOW))
+		inode_set_mtime_to_ts(inode, sa->mtime);
+}
+
+void pohmel_wb_attr_reapply(struct inode *inode)
+{
+	struct pohmel_inode *pi = POHMEL_I(inode);
+
+	lockdep_assert_held(&pi->lock);
+	if (pi->dsa.valid)
+		apply(inode, &pi->dsa);
+}
+
+/*
+ * setattr of an object held EXCL that this mount created (see the top):
+ * 0 when done locally, -EAGAIN when it must go to the server now, or an
+ * error (of sending earlier changes by another caller).
+ */
+int pohmel_wb_setattr(struct inode *inode, const struct iattr *attr)
+{
+	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
+	struct pohmel_inode *pi = POHMEL_I(inode);
+	const struct cred *cred = current_cred(), *old = NULL;
+	unsigned int v = attr->ia_valid;
+	struct timespec64 now;
+	struct pohmel_sattr sa = {};
+	int err;
+
+	if ((v & ~LOCAL_VALID) || S_ISDIR(inode->i_mode) ||
+	    !test_bit(POHMEL_I_WB_NEW, &pi->flags))
+		return -EAGAIN;
+	/*
+	 * A real change of owner goes to the server, which may refuse what
+	 * the local root may do (root_squash); tar's chown to the owner
+	 * the file has already stays local, and sends nothing: the owner
+	 * is the one the create gives it.
+	 */
+	if (((v & ATTR_UID) && !uid_eq(attr->ia_uid, inode->i_uid)) ||
+	    ((v & ATTR_GID) && !gid_eq(attr->ia_gid, inode->i_gid)))
+		return -EAGAIN;
+	/* one SETATTR carries one caller's credentials */
+	spin_lock(&pi->lock);
+	if (pi->dsa.valid && !same_caller(pi->dsa_cred, cred))
+		old = pi->dsa_cred;
+	spin_unlock(&pi->lock);
+	if (old) {
+		err = pohmel_wb_attr_flush(inode);
+		if (err)
+			return err;
+	}
+	now = current_time(inode);
+	if (v & ATTR_MODE) {
+		sa.valid |= POHMEL_SET_MODE;
+		sa.mode = attr->ia_mode & 07777;
+	}
+	if (v & ATTR_ATIME) {
+		sa.valid |= (v & ATTR_ATIME_SET) ? POHMEL_SET_ATIME :
+						   POHMEL_SET_ATIME_NOW;
+		sa.atime = (v & ATTR_ATIME_SET) ? attr->ia_atime : now;
+	}
+	if (v & ATTR_MTIME) {
+		sa.valid |= (v & ATTR_MTIME_SET) ? POHMEL_SET_MTIME :
+						   POHMEL_SET_MTIME_NOW;
+		sa.mtime = (v & ATTR_MTIME_SET) ? attr->ia_mtime : now;
+	}
+
+	down_read(&sbi->wb.grant_sem);
+	if (!pohmel_wb_keeps_dirty(inode)) {
+		up_read(&sbi->wb.grant_sem);
+		return -EAGAIN;
+	}
+	spin_lock(&pi->lock);
+	if (pi->dsa.valid && !same_caller(pi->dsa_cred, cred)) {
+		/* another caller's change came in between: send both apart */
+		spin_unlock(&pi->lock);
+		up_read(&sbi->wb.grant_sem);
+		return -EAGAIN;
+	}
+	apply(inode, &sa);
+	inode_set_ctime_to_ts(inode, now);
+	pi->dsa.valid |= sa.valid;
+	/* a later "now" or explicit time replaces the earlier one */
+	if (sa.valid & (POHMEL_SET_ATIME | POHMEL_SET_ATIME_NOW)) {
+		pi->dsa.valid &= ~(POHMEL_SET_ATIME | POHMEL_SET_ATIME_NOW);
+		pi->dsa.valid |= sa.valid & (POHMEL_SET_ATIME |
+					     POHMEL_SET_ATIME_NOW);
+		pi->dsa.atime = sa.atime;
+	}
+	if (sa.valid & (POHMEL_SET_MTIME | POHMEL_SET_MTIME_NOW)) {
+		pi->dsa.valid &= ~(POHMEL_SET_MTIME | POHMEL_SET_MTIME_NOW);
+		pi->dsa.valid |= sa.valid & (POHMEL_SET_MTIME |
+					     POHMEL_SET_MTIME_NOW);
+		pi->dsa.mtime = sa.mtime;
+	}
+	if (sa.valid & POHMEL_SET_MODE)
+		pi->dsa.mode = sa.mode;
+	if (!pi->dsa_cred)
+		pi->dsa_cred = get_cred(cred);
+	spin_unlock(&pi->lock);
+	up_read(&sbi->wb.grant_sem);
+	atomic64_inc(&sbi->stats.wb_attr_local);
+	/* ->write_inode sends them, after the pages */
+	__mark_inode_dirty(inode, I_DIRTY_SYNC);
+	return 0;
+}
+
+/*
+ * Send @inode's dirty attributes, as who changed them. 0 if there were
+ * none or they went; a transient error keeps them for the next try; a
+ * refusal is reported like a failed write (errseq: the next fsync), and
+ * the cached attributes are dropped to agree with the server again.
+ */
+int pohmel_wb_attr_flush(struct inode *inode)
+{
+	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
+	struct pohmel_inode *pi = POHMEL_I(inode);
+	const struct cred *cred, *old;
+	struct pohmel_sattr sa;
+	struct pohmel_fattr fa;
+	int err;
+
+	spin_lock(&pi->lock);
+	sa = pi->dsa;
+	cred = pi->dsa_cred;
+	pi->dsa.valid = 0;
+	pi->dsa_cred = NULL;
+	spin_unlock(&pi->lock);
+	if (!sa.valid)
+		return 0;
+	old = override_creds(cred);
+	err = pohmel_rpc_setattr(pohmel_conn(inode), &pi->oid, &sa, &fa);
+	revert_creds(old);
+	if (pohmel_err_transient(err)) {
+		/* back, under what changed meanwhile (newer values win) */
+		spin_lock(&pi->lock);
+		if (!pi->dsa.valid) {
+			pi->dsa = sa;
+			pi->dsa_cred = cred;
+			cred = NULL;
+		}
+		spin_unlock(&pi->lock);
+		if (cred)
+			put_cred(cred);
+		__mark_inode_dirty(inode, I_DIRTY_SYNC);
+		return err;
+	}
+	put_cred(cred);
+	if (!err)
+		return pohmel_refresh_inode(inode, &fa, POHMEL_REFRESH_OWN);
+	atomic64_inc(&sbi->stats.wb_errors);
+	pr_warn_ratelimited("%pISpc: an attribute change made locally to object %llu failed on the server: error %d\n",
+			    &sbi->conn.addr, pi->oid.id, err);
+	mapping_set_error(inode->i_mapping, err);
+	pohmel_invalidate_attrs(inode);
+	return err;
+}
+
+/* The inode goes: what was not sent is dropped with it. */
+void pohmel_wb_attr_forget(struct inode *inode)
+{
+	struct pohmel_inode *pi = POHMEL_I(inode);
+
+	pi->dsa.valid = 0;
+	if (pi->dsa_cred)
+		put_cred(pi->dsa_cred);
+	pi->dsa_cred = NULL;
+}
