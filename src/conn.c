@@ -148,9 +148,10 @@ static void try_send(struct pohmel_conn *c, struct pohmel_req *req)
  * May the next sequence number go out (see seq_mutex)? Rescans the queue
  * for the lowest unanswered seq only when the bound it keeps says no.
  */
-static bool seq_window_open(struct pohmel_conn *c)
+static bool seq_window_open(struct pohmel_conn *c, u32 n)
 {
-	u64 next = atomic64_read(&c->sess.next_seq) + 1;
+	/* the last of the n seqs the request takes */
+	u64 next = atomic64_read(&c->sess.next_seq) + n;
 	struct pohmel_req *req;
 	bool open;
 
@@ -172,18 +173,18 @@ static bool seq_window_open(struct pohmel_conn *c)
  * mount no longer than timeo, like a call), then gets its seq and its
  * place on the queue under seq_mutex (held on return 0).
  */
-static int seq_wait(struct pohmel_conn *c)
+static int seq_wait(struct pohmel_conn *c, u32 n)
 {
 	int err;
 
 	err = mutex_lock_killable(&c->seq_mutex);
 	if (err)
 		return err;
-	if (!seq_window_open(c)) {
+	if (!seq_window_open(c, n)) {
 		atomic64_inc(&c->stats.seq_waits);
 		if (c->soft) {
 			long t = wait_event_killable_timeout(c->seq_wq,
-							     seq_window_open(c),
+							     seq_window_open(c, n),
 							     c->timeo);
 
 			if (t == 0) {
@@ -194,7 +195,7 @@ static int seq_wait(struct pohmel_conn *c)
 			}
 		} else {
 			err = wait_event_killable(c->seq_wq,
-						  seq_window_open(c));
+						  seq_window_open(c, n));
 		}
 		if (err) {
 			mutex_unlock(&c->seq_mutex);
@@ -207,7 +208,8 @@ static int seq_wait(struct pohmel_conn *c)
 static int submit(struct pohmel_conn *c, struct pohmel_req *req,
 		  bool send_now)
 {
-	bool seq = req->needs_seq && !req->seq;
+	bool seq = (req->needs_seq || req->nseq) && !req->seq;
+	u32 nseq = req->nseq ?: 1;
 	u32 tag;
 	int err;
 
@@ -221,7 +223,7 @@ static int submit(struct pohmel_conn *c, struct pohmel_req *req,
 		return err;
 	req->tag = tag;
 	if (seq) {
-		err = seq_wait(c);
+		err = seq_wait(c, nseq);
 		if (err)
 			goto erase_tag;
 	}
@@ -233,8 +235,12 @@ static int submit(struct pohmel_conn *c, struct pohmel_req *req,
 		err = -EIO;
 		goto unlock_seq;
 	}
-	if (seq)
-		req->seq = atomic64_inc_return(&c->sess.next_seq);
+	if (seq) {
+		req->seq = atomic64_add_return(nseq, &c->sess.next_seq) -
+			   nseq + 1;
+		if (req->nseq)
+			pohmel_batch_set_seqs(req);
+	}
 	req->state = POHMEL_RS_QUEUED;
 	list_add_tail(&req->list, &c->queue);
 	spin_unlock(&c->lock);
@@ -244,6 +250,8 @@ static int submit(struct pohmel_conn *c, struct pohmel_req *req,
 	req->stamp = c->recall_seq;
 	spin_unlock(&c->recall_lock);
 	atomic64_inc(&c->stats.ops[req->op]);
+	for (tag = 0; tag < req->bn; tag++)
+		atomic64_inc(&c->stats.ops[req->bops[tag]]);
 	if (send_now)
 		try_send(c, req);
 	return 0;

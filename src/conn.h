@@ -58,6 +58,15 @@ struct pohmel_req {
 	u32 slen;
 	u32 scap;
 	bool overflow;			/* an encoder ran out of room */
+	/*
+	 * BATCH: its bn inner requests (ops bops[], tags 1..bn) take nseq
+	 * consecutive seqs, seq the first, written into their headers when
+	 * assigned (pohmel_batch_set_seqs); the reply is checked against
+	 * them (pohmel_check_reply).
+	 */
+	u32 nseq;
+	u32 bn;
+	u16 *bops;
 	/* reply payload, owned by the request once DONE */
 	u8 *rbuf;
 	u32 rlen;
@@ -279,6 +288,7 @@ void *pohmel_req_append(struct pohmel_req *req, u32 len);
 int pohmel_req_append_name(struct pohmel_req *req, const char *name,
 			   u32 len);
 void pohmel_req_set_hdr(struct pohmel_req *req);
+void pohmel_batch_set_seqs(struct pohmel_req *req);
 int pohmel_check_hdr(const struct pohmel_hdr *h, u32 max_msg);
 int pohmel_check_reply(const struct pohmel_req *req, const u8 *p, u32 len);
 int pohmel_check_attr(const struct pohmel_attr *a);

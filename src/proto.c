@@ -46,6 +46,7 @@ static void pohmel_req_release(struct kref *ref)
 
 	kvfree(req->rbuf);
 	kvfree(req->sbuf);
+	kfree(req->bops);
 	kfree(req);
 }
 
@@ -155,6 +156,19 @@ int pohmel_req_append_name(struct pohmel_req *req, const char *name, u32 len)
 		return -EOVERFLOW;
 	memcpy(p, name, len);
 	return 0;
+}
+
+/* A BATCH's seqs: req->seq + i into inner request i's header. */
+void pohmel_batch_set_seqs(struct pohmel_req *req)
+{
+	u32 off = POHMEL_HDR_SIZE, i;
+
+	for (i = 0; i < req->bn; i++) {
+		struct pohmel_hdr *h = (struct pohmel_hdr *)(req->sbuf + off);
+
+		h->seq = cpu_to_be64(req->seq + i);
+		off += POHMEL_HDR_SIZE + be32_to_cpu(h->len);
+	}
 }
 
 /* Finish the header once the payload is complete. */
@@ -308,12 +322,46 @@ static int check_xattr(const struct pohmel_req *req, const u8 *p, u32 len)
 }
 
 /*
+ * A BATCH reply: exactly one reply per inner request, in order, each
+ * with its op, tag and seq, framed as a reply and shaped as its op's.
+ */
+static int check_batch(const struct pohmel_req *req, const u8 *p, u32 len)
+{
+	struct pohmel_req inner = {};
+	u32 off = 0, i;
+
+	for (i = 0; i < req->bn; i++) {
+		const struct pohmel_hdr *h = (const void *)(p + off);
+		u32 ilen;
+
+		if (len - off < POHMEL_HDR_SIZE ||
+		    pohmel_check_hdr(h, POHMEL_MAX_MSG) ||
+		    be16_to_cpu(h->flags) & POHMEL_HF_SERVER ||
+		    be16_to_cpu(h->op) != req->bops[i] ||
+		    be32_to_cpu(h->tag) != i + 1 ||
+		    be64_to_cpu(h->seq) != req->seq + i)
+			return -EPROTO;
+		off += POHMEL_HDR_SIZE;
+		ilen = be32_to_cpu(h->len);
+		if (ilen > len - off)
+			return -EPROTO;
+		inner.op = req->bops[i];
+		if (!h->status && pohmel_check_reply(&inner, p + off, ilen))
+			return -EPROTO;
+		off += ilen;
+	}
+	return off == len ? 0 : -EPROTO;
+}
+
+/*
  * Does @len bytes at @p have the shape of a successful reply to @req?
  * (Error replies have no body; pohmel_check_hdr already checked that.)
  */
 int pohmel_check_reply(const struct pohmel_req *req, const u8 *p, u32 len)
 {
 	switch (req->op) {
+	case POHMEL_OP_BATCH:
+		return req->bops ? check_batch(req, p, len) : -EPROTO;
 	case POHMEL_OP_PING:
 	case POHMEL_OP_CLOSE:
 	case POHMEL_OP_SETXATTR:

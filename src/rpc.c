@@ -242,24 +242,28 @@ static void decode_entry(struct pohmel_req *req, struct pohmel_fattr *obj,
 	pohmel_req_put(req);
 }
 
-int pohmel_rpc_create(struct pohmel_conn *c, u16 op,
-		      const struct pohmel_foid *dir, const char *name, u32 len,
-		      u32 mode, u32 rdev, u32 flags, const char *target,
-		      u32 tlen, u64 id, struct pohmel_fattr *obj,
-		      struct pohmel_fattr *pdir)
+/*
+ * A CREATE/MKDIR/MKNOD/SYMLINK as the current credentials, built but not
+ * sent: pohmel_rpc_create() calls it, the log (wb.c) batches it.
+ */
+struct pohmel_req *pohmel_rpc_create_req(struct pohmel_conn *c, u16 op,
+					 const struct pohmel_foid *dir,
+					 const char *name, u32 len, u32 mode,
+					 u32 rdev, u32 flags,
+					 const char *target, u32 tlen, u64 id)
 {
 	struct pohmel_create *b;
 	struct pohmel_req *req;
 	int err = check_name_arg(name, len);
 
 	if (err)
-		return err;
+		return ERR_PTR(err);
 	if (tlen > POHMEL_PATH_MAX)
-		return -ENAMETOOLONG;
+		return ERR_PTR(-ENAMETOOLONG);
 	req = pohmel_req_alloc(c, op, POHMEL_CREATE_SIZE + 8 + len + tlen,
 			       true);
 	if (!req)
-		return -ENOMEM;
+		return ERR_PTR(-ENOMEM);
 	b = pohmel_req_append(req, POHMEL_CREATE_SIZE);
 	put_oid(&b->dir, dir);
 	b->mode = cpu_to_be32(mode);
@@ -278,10 +282,96 @@ int pohmel_rpc_create(struct pohmel_conn *c, u16 op,
 	pohmel_req_append_name(req, name, len);
 	if (tlen)
 		pohmel_req_append_name(req, target, tlen);
+	return req;
+}
+
+int pohmel_rpc_create(struct pohmel_conn *c, u16 op,
+		      const struct pohmel_foid *dir, const char *name, u32 len,
+		      u32 mode, u32 rdev, u32 flags, const char *target,
+		      u32 tlen, u64 id, struct pohmel_fattr *obj,
+		      struct pohmel_fattr *pdir)
+{
+	struct pohmel_req *req;
+	int err;
+
+	req = pohmel_rpc_create_req(c, op, dir, name, len, mode, rdev, flags,
+				    target, tlen, id);
+	if (IS_ERR(req))
+		return PTR_ERR(req);
 	err = flags & POHMEL_CREATE_ID ? send(c, req) : call(c, req);
 	if (err)
 		return err;
 	decode_entry(req, obj, pdir);
+	return 0;
+}
+
+/*
+ * Send @n sequenced requests built by a *_req helper in one BATCH, the
+ * server applying them in order; without the log's hook (the log's own
+ * entries go this way). The inner requests are put. Returns the answered
+ * BATCH, whose replies pohmel_rpc_batch_entry() reads in order, or an
+ * ERR_PTR (then nothing is known of what the server applied).
+ */
+struct pohmel_req *pohmel_rpc_batch(struct pohmel_conn *c,
+				    struct pohmel_req **in, u32 n)
+{
+	struct pohmel_req *req;
+	u32 len = 0, i;
+	int err;
+
+	for (i = 0; i < n; i++) {
+		pohmel_req_set_hdr(in[i]);
+		len += in[i]->slen;
+	}
+	req = pohmel_req_alloc(c, POHMEL_OP_BATCH, len, false);
+	if (req)
+		req->bops = kmalloc_array(n, sizeof(*req->bops), GFP_NOFS);
+	err = -ENOMEM;
+	if (!req || !req->bops)
+		goto put;
+	for (i = 0; i < n; i++) {
+		struct pohmel_hdr *h = pohmel_req_append(req, in[i]->slen);
+
+		if (WARN_ON_ONCE(!in[i]->needs_seq) || !h) {
+			err = -EINVAL;
+			goto put;
+		}
+		memcpy(h, in[i]->sbuf, in[i]->slen);
+		h->tag = cpu_to_be32(i + 1);
+		req->bops[i] = in[i]->op;
+	}
+	req->bn = n;
+	req->nseq = n;
+	for (i = 0; i < n; i++)
+		pohmel_req_put(in[i]);
+	err = send(c, req);
+	return err ? ERR_PTR(err) : req;
+
+put:
+	pohmel_req_put(req);
+	for (i = 0; i < n; i++)
+		pohmel_req_put(in[i]);
+	return ERR_PTR(err);
+}
+
+/*
+ * The next inner reply of an answered BATCH of creates (@off: where it
+ * starts, advanced): 0 with the new object's and the directory's
+ * attributes, or the server's -errno for it. The reply was checked whole
+ * on arrival (proto.c check_batch).
+ */
+int pohmel_rpc_batch_entry(struct pohmel_req *b, u32 *off,
+			   struct pohmel_fattr *obj, struct pohmel_fattr *pdir)
+{
+	const struct pohmel_hdr *h = (const void *)(b->rbuf + *off);
+	const u8 *body = b->rbuf + *off + POHMEL_HDR_SIZE;
+	u32 status = be32_to_cpu(h->status);
+
+	*off += POHMEL_HDR_SIZE + be32_to_cpu(h->len);
+	if (status)
+		return pohmel_status_to_errno(status);
+	reply_attr(b, body, obj);
+	reply_attr(b, body + POHMEL_ATTR_SIZE, pdir);
 	return 0;
 }
 

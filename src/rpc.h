@@ -93,6 +93,15 @@ int pohmel_rpc_idrange(struct pohmel_conn *c, u32 want, u64 *start,
 int pohmel_rpc_grant(struct pohmel_conn *c, const struct pohmel_foid *oid,
 		     u32 want, struct pohmel_fattr *fa);
 int pohmel_wb_flush_conn(struct pohmel_conn *c);
+struct pohmel_req *pohmel_rpc_create_req(struct pohmel_conn *c, u16 op,
+					 const struct pohmel_foid *dir,
+					 const char *name, u32 len, u32 mode,
+					 u32 rdev, u32 flags,
+					 const char *target, u32 tlen, u64 id);
+struct pohmel_req *pohmel_rpc_batch(struct pohmel_conn *c,
+				    struct pohmel_req **in, u32 n);
+int pohmel_rpc_batch_entry(struct pohmel_req *b, u32 *off,
+			   struct pohmel_fattr *obj, struct pohmel_fattr *pdir);
 int pohmel_rpc_create(struct pohmel_conn *c, u16 op,
 		      const struct pohmel_foid *dir, const char *name, u32 len,
 		      u32 mode, u32 rdev, u32 flags, const char *target,

@@ -77,6 +77,7 @@ int pohmel_show_stats(struct seq_file *m, struct dentry *root)
 	S("wb_local", &vs->wb_local);
 	S("open_deferred", &vs->open_deferred);
 	S("wb_attr_local", &vs->wb_attr_local);
+	S("wb_batches", &vs->wb_batches);
 	S("wb_flushed", &vs->wb_flushed);
 	S("wb_errors", &vs->wb_errors);
 	seq_puts(m, "\tops:");

@@ -47,6 +47,8 @@ struct pohmel_wb_ent {
 };
 
 #define POHMEL_WB_IDS	1024	/* ids asked for at a time */
+/* entries per BATCH: a bounded stack array, far inside the seq window */
+#define POHMEL_WB_BATCH	64
 
 void pohmel_wb_init(struct pohmel_sb_info *sbi)
 {
@@ -240,6 +242,47 @@ locked:
 	return 0;
 }
 
+/* What the server answered for @ent (0 or -errno, not transient). */
+static void flush_done(struct pohmel_sb_info *sbi, struct pohmel_wb_ent *ent,
+		       int err, u32 gen, struct pohmel_fattr *obj,
+		       struct pohmel_fattr *pdir)
+{
+	if (!err) {
+		pohmel_write_through_done(ent->dir, gen);
+		pohmel_refresh_inode(ent->dir, pdir, POHMEL_REFRESH_OWN);
+		pohmel_refresh_inode(ent->inode, obj, POHMEL_REFRESH_OWN);
+		atomic64_inc(&sbi->stats.wb_flushed);
+		return;
+	}
+	/* the server refused it: the next fsync/syncfs reports it */
+	atomic64_inc(&sbi->stats.wb_errors);
+	pr_warn_ratelimited("%pISpc: a create made locally in directory %llu (\"%.*s\") failed on the server: error %d\n",
+			    &sbi->conn.addr, POHMEL_I(ent->dir)->oid.id,
+			    ent->namelen, ent->data, err);
+	mapping_set_error(ent->dir->i_mapping, err);
+	pohmel_invalidate_attrs(ent->dir);
+	pohmel_dcache_drop(ent->dir);
+	clear_nlink(ent->inode);
+	pohmel_invalidate_attrs(ent->inode);
+}
+
+/* @ent's CREATE, as its creator, built but not sent. */
+static struct pohmel_req *ent_req(struct pohmel_sb_info *sbi,
+				  struct pohmel_wb_ent *ent)
+{
+	const struct cred *old = override_creds(ent->cred);
+	struct pohmel_req *req;
+
+	req = pohmel_rpc_create_req(&sbi->conn, ent->op,
+				    &POHMEL_I(ent->dir)->oid, ent->data,
+				    ent->namelen, ent->mode, ent->rdev,
+				    POHMEL_CREATE_ID,
+				    ent->tlen ? ent->data + ent->namelen : NULL,
+				    ent->tlen, ent->id);
+	revert_creds(old);
+	return req;
+}
+
 /* One entry to the server; a transient error keeps it on the log. */
 static int flush_one(struct pohmel_sb_info *sbi, struct pohmel_wb_ent *ent)
 {
@@ -257,24 +300,46 @@ static int flush_one(struct pohmel_sb_info *sbi, struct pohmel_wb_ent *ent)
 	revert_creds(old);
 	if (pohmel_err_transient(err))
 		return err;
-	if (!err) {
-		pohmel_write_through_done(ent->dir, gen);
-		pohmel_refresh_inode(ent->dir, &pdir, POHMEL_REFRESH_OWN);
-		pohmel_refresh_inode(ent->inode, &obj, POHMEL_REFRESH_OWN);
-		atomic64_inc(&sbi->stats.wb_flushed);
+	flush_done(sbi, ent, err, gen, &obj, &pdir);
+	return 0;
+}
+
+/*
+ * The first @n entries of the log (@ents, with room for @n requests
+ * after them) in one BATCH. Returns how many
+ * were answered (all, or 0 with *errp set: the batch did not go, or its
+ * outcome is unknown; they stay on the log).
+ */
+static u32 flush_batch(struct pohmel_sb_info *sbi,
+		       struct pohmel_wb_ent **ents, u32 n, int *errp)
+{
+	struct pohmel_req **in = (struct pohmel_req **)(ents + n), *b;
+	struct pohmel_fattr obj, pdir;
+	u32 i, off = 0, gen;
+
+	for (i = 0; i < n; i++) {
+		in[i] = ent_req(sbi, ents[i]);
+		if (IS_ERR(in[i])) {
+			*errp = PTR_ERR(in[i]);
+			while (i--)
+				pohmel_req_put(in[i]);
+			return 0;
+		}
+	}
+	gen = pohmel_verf_gen(ents[0]->dir);
+	b = pohmel_rpc_batch(&sbi->conn, in, n);
+	if (IS_ERR(b)) {
+		*errp = PTR_ERR(b);
 		return 0;
 	}
-	/* the server refused it: the next fsync/syncfs reports it */
-	atomic64_inc(&sbi->stats.wb_errors);
-	pr_warn_ratelimited("%pISpc: a create made locally in directory %llu (\"%.*s\") failed on the server: error %d\n",
-			    &sbi->conn.addr, POHMEL_I(ent->dir)->oid.id,
-			    ent->namelen, ent->data, err);
-	mapping_set_error(ent->dir->i_mapping, err);
-	pohmel_invalidate_attrs(ent->dir);
-	pohmel_dcache_drop(ent->dir);
-	clear_nlink(ent->inode);
-	pohmel_invalidate_attrs(ent->inode);
-	return 0;
+	atomic64_inc(&sbi->stats.wb_batches);
+	for (i = 0; i < n; i++) {
+		int err = pohmel_rpc_batch_entry(b, &off, &obj, &pdir);
+
+		flush_done(sbi, ents[i], err, gen, &obj, &pdir);
+	}
+	pohmel_req_put(b);
+	return n;
 }
 
 static void free_ent(struct pohmel_wb_ent *ent)
@@ -285,36 +350,94 @@ static void free_ent(struct pohmel_wb_ent *ent)
 	kfree(ent);
 }
 
+/* Take the first @n entries off the log (they were answered). */
+static void drop_first(struct pohmel_sb_info *sbi,
+		       struct pohmel_wb_ent **ents, u32 n)
+{
+	struct pohmel_wb *wb = &sbi->wb;
+	u32 i;
+
+	spin_lock(&wb->lock);
+	for (i = 0; i < n; i++)
+		list_del(&ents[i]->list);
+	spin_unlock(&wb->lock);
+	for (i = 0; i < n; i++) {
+		atomic_dec(&sbi->conn.wb_pending);
+		free_ent(ents[i]);
+	}
+}
+
 /*
- * Send the whole log, in order; 0, or the transient error that stopped
- * it (the entry stays first, for the next flush).
+ * The first entries of the log, up to @max and as many as one message
+ * holds (requests and replies), into @ents; their number.
+ */
+static u32 take_first(struct pohmel_sb_info *sbi,
+		      struct pohmel_wb_ent **ents, u32 max)
+{
+	struct pohmel_wb *wb = &sbi->wb;
+	u32 room = READ_ONCE(sbi->conn.sess.max_msg), used = 0, n = 0;
+	struct pohmel_wb_ent *ent;
+
+	room = room > 8192 ? room - 4096 : 4096;	/* the BATCH's own */
+	spin_lock(&wb->lock);
+	list_for_each_entry(ent, &wb->log, list) {
+		/* header, groups, body, id, name, target; or the reply */
+		u32 size = max_t(u32, POHMEL_HDR_SIZE +
+				 4 * (POHMEL_MAX_GROUPS + 1) +
+				 POHMEL_CREATE_SIZE + 8 + ent->namelen +
+				 ent->tlen,
+				 POHMEL_HDR_SIZE + 2 * POHMEL_ATTR_SIZE);
+
+		if (n == max || (n && size > room - used))
+			break;
+		used += size;
+		ents[n++] = ent;
+	}
+	spin_unlock(&wb->lock);
+	return n;
+}
+
+/*
+ * Send the whole log, in order, in BATCHes where the server takes them;
+ * 0, or the transient error that stopped it (what was not answered stays
+ * first on the log, for the next flush).
  */
 int pohmel_wb_flush(struct pohmel_sb_info *sbi)
 {
+	bool batch = READ_ONCE(sbi->conn.sess.features) & POHMEL_FEAT_BATCH;
 	struct pohmel_wb *wb = &sbi->wb;
-	struct pohmel_wb_ent *ent;
+	struct pohmel_wb_ent *one, **ents;
 	int err = 0;
+	u32 n, max = POHMEL_WB_BATCH;
 
 	if (!atomic_read(&sbi->conn.wb_pending))
 		return 0;
+	/* entries, then their requests (flush_batch); off the stack */
+	ents = kmalloc_array(2 * POHMEL_WB_BATCH, sizeof(*ents), GFP_NOFS);
+	if (!ents) {
+		ents = &one;
+		max = 1;
+	}
 	mutex_lock(&wb->flush_mu);
-	for (;;) {
-		spin_lock(&wb->lock);
-		ent = list_first_entry_or_null(&wb->log, struct pohmel_wb_ent,
-					       list);
-		spin_unlock(&wb->lock);
-		if (!ent)
-			break;
-		err = flush_one(sbi, ent);
+	while ((n = take_first(sbi, ents, max))) {
+		if (n > 1 && batch) {
+			n = flush_batch(sbi, ents, n, &err);
+			/* refused whole (not by entry): one at a time */
+			if (err && !pohmel_err_transient(err)) {
+				err = flush_one(sbi, ents[0]);
+				n = err ? 0 : 1;
+			}
+		} else {
+			err = flush_one(sbi, ents[0]);
+			n = err ? 0 : 1;
+		}
+		drop_first(sbi, ents, n);
 		if (err)
 			break;
-		spin_lock(&wb->lock);
-		list_del(&ent->list);
-		spin_unlock(&wb->lock);
-		atomic_dec(&sbi->conn.wb_pending);
-		free_ent(ent);
 	}
 	mutex_unlock(&wb->flush_mu);
+	if (ents != &one)
+		kfree(ents);
 	return err;
 }
 

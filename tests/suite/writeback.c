@@ -219,6 +219,7 @@ int main(int argc, char **argv)
 
 	/* recall */
 	f0 = mstat("wb_flushed");
+	g0 = mstat("wb_batches");
 	names = files = 0;
 	dh = opendir(d2);
 	while (dh && (de = readdir(dh))) {
@@ -239,9 +240,14 @@ int main(int argc, char **argv)
 	tap_check(read_file(p, got, sizeof(got)) == (ssize_t)sizeof(data) &&
 		  !memcmp(got, data, sizeof(data)),
 		  "writeback: recall: mount 2 reads the data the writer kept in its page cache");
-	tap_check(mstat("wb_flushed") >= f0 + N,
+	c1 = mstat("wb_flushed");
+	tap_check(c1 >= f0 + N,
 		  "writeback: recall: the writer sent its creates first (wb_flushed %lld -> %lld)",
-		  f0, mstat("wb_flushed"));
+		  f0, c1);
+	o0 = mstat("wb_batches");
+	tap_check(o0 > g0 && (o0 - g0) * 16 <= c1 - f0,
+		  "writeback: recall: in BATCHes of many (%lld creates in %lld)",
+		  c1 - f0, o0 - g0);
 	ok = 1;
 	for (i = 0; i < N; i++) {
 		snprintf(p, sizeof(p), "%s/n%d", d2, i);
