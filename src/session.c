@@ -123,7 +123,8 @@ int pohmel_session_handshake(struct pohmel_conn *c, struct socket *sock)
 	if (!s->proto10)
 		want |= POHMEL_FEAT_STABLE | POHMEL_FEAT_FD_ACCESS;
 	if (!s->proto10 && c->writeback)
-		want |= POHMEL_FEAT_IDRANGE | POHMEL_FEAT_ASK_GRANT;
+		want |= POHMEL_FEAT_IDRANGE | POHMEL_FEAT_ASK_GRANT |
+			POHMEL_FEAT_BATCH;
 	get_random_bytes(nonce_c, sizeof(nonce_c));
 	memset(&hello, 0, sizeof(hello));
 	hello.magic = cpu_to_be32(POHMEL_MAGIC);
