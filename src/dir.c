@@ -269,6 +269,7 @@ static int do_create(struct inode *dir, struct dentry *dentry, u16 op,
 	if (err)
 		return err;
 	pohmel_write_through_done(dir, gen);
+	pohmel_wb_new_dir_size(POHMEL_SB(dir->i_sb), op, &obj);
 	err = check_new_object(dir, op == POHMEL_OP_MKDIR ? S_IFDIR :
 			       op == POHMEL_OP_SYMLINK ? S_IFLNK :
 			       op == POHMEL_OP_CREATE ? S_IFREG : mode & S_IFMT,
@@ -340,6 +341,8 @@ static int do_remove(struct inode *dir, struct dentry *dentry, u16 op)
 
 	/* sent first: applied after the unlink they would find nothing */
 	err = pohmel_wb_attr_flush(inode);
+	if (!err)
+		err = pohmel_handles_ready(inode);
 	if (err)
 		return err;
 	err = pohmel_rpc_remove(pohmel_conn(dir), op, &POHMEL_I(dir)->oid,
@@ -387,6 +390,8 @@ static int pohmel_rename(POHMEL_IDMAP_PARAM struct inode *odir,
 	/* a target replaced goes away: what it has pending goes first */
 	if (target) {
 		err = pohmel_wb_attr_flush(target);
+		if (!err)
+			err = pohmel_handles_ready(target);
 		if (err)
 			return err;
 	}

@@ -79,6 +79,38 @@ unlock:
 }
 
 /*
+ * Every deferred OPEN of @inode sent: before a request that may take its
+ * last name (unlink, rmdir, a rename over it), so that the server keeps
+ * the object for its open files, as for any open file.
+ */
+int pohmel_handles_ready(struct inode *inode)
+{
+	struct pohmel_inode *pi = POHMEL_I(inode);
+	struct pohmel_handle *h;
+	int err;
+
+	for (;;) {
+		struct pohmel_handle *found = NULL;
+
+		spin_lock(&pi->lock);
+		list_for_each_entry(h, &pi->handles, list) {
+			if (READ_ONCE(h->deferred)) {
+				kref_get(&h->ref);
+				found = h;
+				break;
+			}
+		}
+		spin_unlock(&pi->lock);
+		if (!found)
+			return 0;
+		err = pohmel_handle_ready(found);
+		pohmel_put_handle(found);
+		if (err)
+			return err;
+	}
+}
+
+/*
  * May @file's OPEN wait for the handle's first use? Only for a file its
  * opener just created on a writeback mount, held EXCL: nobody else can
  * have changed it, so the fresh attributes OPEN brings are ours already.

@@ -83,6 +83,11 @@ struct pohmel_wb {
 	u64 id_next, id_end, id_gen;	/* delegated ids left */
 	struct rw_semaphore grant_sem;	/* creators shared, RECALL excl */
 	struct delayed_work age;	/* sends the log after wb_delay */
+	/*
+	 * st_size of a new directory on the server's filesystem (4096 on
+	 * ext4), as its last MKDIR reply said: a local mkdir shows it too.
+	 */
+	u64 dir_size;
 };
 
 struct pohmel_sb_info {
@@ -264,6 +269,7 @@ extern const struct file_operations pohmel_file_fops;
 struct pohmel_handle *pohmel_get_handle(struct inode *inode, u32 want);
 void pohmel_put_handle(struct pohmel_handle *h);
 int pohmel_handle_ready(struct pohmel_handle *h);
+int pohmel_handles_ready(struct inode *inode);
 void pohmel_drop_idle_handles(struct inode *inode);
 
 /* addr.c */
@@ -302,6 +308,8 @@ void pohmel_wb_attr_forget(struct inode *inode);
 
 /* wb.c */
 bool pohmel_wb_keeps_dirty(struct inode *inode);
+void pohmel_wb_new_dir_size(struct pohmel_sb_info *sbi, u16 op,
+			    const struct pohmel_fattr *obj);
 int pohmel_wb_create(struct inode *dir, struct dentry *dentry, u16 op,
 		     umode_t mode, dev_t rdev, const char *target);
 int pohmel_wb_flush(struct pohmel_sb_info *sbi);

@@ -59,6 +59,7 @@ void pohmel_wb_init(struct pohmel_sb_info *sbi)
 	INIT_LIST_HEAD(&wb->log);
 	init_rwsem(&wb->grant_sem);
 	INIT_DELAYED_WORK(&wb->age, pohmel_wb_age);
+	wb->dir_size = 4096;
 }
 
 static bool wb_usable(struct inode *dir)
@@ -147,7 +148,9 @@ static void local_attr(struct inode *dir, u16 op, umode_t mode, dev_t rdev,
 			fa->mode |= S_ISGID;
 	}
 	fa->nlink = op == POHMEL_OP_MKDIR ? 2 : 1;
-	fa->size = op == POHMEL_OP_SYMLINK ? tlen : 0;
+	fa->size = op == POHMEL_OP_SYMLINK ? tlen :
+		   op == POHMEL_OP_MKDIR ? READ_ONCE(POHMEL_SB(dir->i_sb)->wb.dir_size) :
+		   0;
 	fa->rdev = new_encode_dev(rdev);
 	fa->atime = now;
 	fa->mtime = now;
@@ -242,12 +245,21 @@ locked:
 	return 0;
 }
 
+/* A MKDIR's reply: the size a new directory has there (see dir_size). */
+void pohmel_wb_new_dir_size(struct pohmel_sb_info *sbi, u16 op,
+			    const struct pohmel_fattr *obj)
+{
+	if (op == POHMEL_OP_MKDIR && S_ISDIR(obj->mode))
+		WRITE_ONCE(sbi->wb.dir_size, obj->size);
+}
+
 /* What the server answered for @ent (0 or -errno, not transient). */
 static void flush_done(struct pohmel_sb_info *sbi, struct pohmel_wb_ent *ent,
 		       int err, u32 gen, struct pohmel_fattr *obj,
 		       struct pohmel_fattr *pdir)
 {
 	if (!err) {
+		pohmel_wb_new_dir_size(sbi, ent->op, obj);
 		pohmel_write_through_done(ent->dir, gen);
 		pohmel_refresh_inode(ent->dir, pdir, POHMEL_REFRESH_OWN);
 		pohmel_refresh_inode(ent->inode, obj, POHMEL_REFRESH_OWN);
