@@ -65,11 +65,13 @@ check-full: deps
 	$(MAKE) check-qemu SUITE_ARGS="$(SUITE_ARGS_FULL)" SUITES_LIGHT= \
 		MATRIX_TIMEOUT=10800 POWERCUT_CYCLES=50
 
+# tests/check-version: every copy of the version agrees with VERSION.
 # tests/lint checkpatch: a few seconds offline once checkpatch.pl is in
 # $(POHMEL_CACHE); the first run fetches it (apt-get download) and fails,
 # never skips, if it cannot.
 check-host:
 	$(MAKE) -C pohmeld check
+	tests/check-version
 	tests/pkg/test-mount-helper
 	tests/lint checkpatch
 

@@ -140,6 +140,10 @@ copy_src() {
 		--exclude='*.d' --exclude=Module.symvers --exclude=modules.order \
 		--exclude='/pohmeld' --exclude='/pohmel' --exclude=.git \
 		"$1/" "$2/"
+	# src/Kbuild and pohmeld/Makefile read the version from ../VERSION
+	case ${1%/} in
+	*/src | */pohmeld) install -m 0644 "$REPO/VERSION" "${2%/}/../VERSION" ;;
+	esac
 }
 
 # --- building inside the working copy ------------------------------------------
