@@ -39,7 +39,7 @@ help:
 	@echo "make            build pohmeld and the pohmel tool (host)"
 	@echo "make check      all tests: host tier, then the QEMU kernel matrix"
 	@echo "make check-full make check with the suite at full sizes (hours)"
-	@echo "make check-host host tier only (server, protocol, fuzz smoke, checkpatch)"
+	@echo "make check-host host tier only (server, protocol, fuzz smoke, versions, checkpatch)"
 	@echo "make check-qemu QEMU tier only (SUITES=\"$(SUITES)\")"
 	@echo "make check-powercut  server VM power-cut test (POWERCUT_SUITES, POWERCUT_CYCLES)"
 	@echo "make demo       boot $(DEMO_SUITE), serve, mount, show a session"
