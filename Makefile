@@ -39,7 +39,7 @@ help:
 	@echo "make            build pohmeld and the pohmel tool (host)"
 	@echo "make check      all tests: host tier, then the QEMU kernel matrix"
 	@echo "make check-full make check with the suite at full sizes (hours)"
-	@echo "make check-host host tier only (server, protocol, fuzz smoke, checkpatch)"
+	@echo "make check-host host tier only (server, protocol, fuzz smoke, versions, checkpatch)"
 	@echo "make check-qemu QEMU tier only (SUITES=\"$(SUITES)\")"
 	@echo "make check-powercut  server VM power-cut test (POWERCUT_SUITES, POWERCUT_CYCLES)"
 	@echo "make demo       boot $(DEMO_SUITE), serve, mount, show a session"
@@ -65,11 +65,13 @@ check-full: deps
 	$(MAKE) check-qemu SUITE_ARGS="$(SUITE_ARGS_FULL)" SUITES_LIGHT= \
 		MATRIX_TIMEOUT=10800 POWERCUT_CYCLES=50
 
+# tests/check-version: every copy of the version agrees with VERSION.
 # tests/lint checkpatch: a few seconds offline once checkpatch.pl is in
 # $(POHMEL_CACHE); the first run fetches it (apt-get download) and fails,
 # never skips, if it cannot.
 check-host:
 	$(MAKE) -C pohmeld check
+	tests/check-version
 	tests/pkg/test-mount-helper
 	tests/lint checkpatch
 

@@ -15,6 +15,10 @@
 #include <unistd.h>
 #include "pohmeld.h"
 
+#ifndef POHMEL_VERSION
+#error "POHMEL_VERSION comes from ../VERSION through the Makefile"
+#endif
+
 #define MAX_LISTEN	16
 #define DEFAULT_CONFIG	"/etc/pohmeld.conf"
 
@@ -23,7 +27,8 @@ struct server srv;
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: pohmeld [-c FILE] [-e DIR] [-p PORT] [-k KEYFILE] [-s STATEDIR] [-n] [-d] [-h|--help]\n"
+"usage: pohmeld [-c FILE] [-e DIR] [-p PORT] [-k KEYFILE] [-s STATEDIR] [-n] [-d]\n"
+"       pohmeld -h|--help | -V|--version\n"
 "  -c FILE     configuration file (default " DEFAULT_CONFIG ", read if it exists)\n"
 "  -e DIR      export DIR as \"/\" (overrides the config's export directory)\n"
 "  -p PORT     TCP port (default %d)\n"
@@ -32,6 +37,7 @@ static void usage(FILE *f)
 "  -n          check the configuration and exit\n"
 "  -d          debug logging\n"
 "  -h, --help  this help\n"
+"  -V, --version  print the version and exit\n"
 "Runs in the foreground; logs to stderr with <N> priority prefixes.\n",
 		POHMEL_DEFAULT_PORT);
 }
@@ -65,6 +71,7 @@ static int parse_args(int argc, char **argv, bool *check)
 {
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *cfile = NULL, *edir = NULL, *port = NULL, *kfile = NULL;
@@ -72,7 +79,7 @@ static int parse_args(int argc, char **argv, bool *check)
 	char err[8400];
 	int c;
 
-	while ((c = getopt_long(argc, argv, "c:e:p:k:s:ndh", longopts,
+	while ((c = getopt_long(argc, argv, "c:e:p:k:s:ndhV", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'c': cfile = optarg; break;
@@ -83,6 +90,10 @@ static int parse_args(int argc, char **argv, bool *check)
 		case 'n': *check = true; break;
 		case 'd': log_level = LOG_DEBUG; break;
 		case 'h': usage(stdout); exit(0);
+		case 'V':
+			printf("pohmeld %s (protocol %d.%d)\n", POHMEL_VERSION,
+			       POHMEL_PROTO_MAJOR, POHMEL_PROTO_MINOR);
+			exit(0);
 		default: usage(stderr); exit(2);
 		}
 	}

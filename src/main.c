@@ -65,8 +65,8 @@ static int __init pohmel_init(void)
 	err = register_filesystem(&pohmel_fs_type);
 	if (err)
 		goto err_cache;
-	pr_info("protocol %d.%d loaded\n", POHMEL_PROTO_MAJOR,
-		POHMEL_PROTO_MINOR);
+	pr_info("version %s, protocol %d.%d loaded\n", POHMEL_VERSION,
+		POHMEL_PROTO_MAJOR, POHMEL_PROTO_MINOR);
 	return 0;
 
 err_cache:
@@ -85,6 +85,6 @@ module_exit(pohmel_exit);
 
 MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("POHMELFS network filesystem client");
-MODULE_VERSION("0.1.0");
+MODULE_VERSION(POHMEL_VERSION);	/* from VERSION, see Kbuild */
 MODULE_ALIAS_FS("pohmel");
 MODULE_SOFTDEP("pre: hmac sha256");

@@ -7,6 +7,8 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -52,13 +54,85 @@ int pc_load_key(struct pc *c, const char *path)
 			     sizeof(c->err)) ? -EINVAL : 0;
 }
 
+/* Bound every send and receive on the connection (0: no bound). */
+int pc_set_timeout(struct pc *c, unsigned int timeout_ms)
+{
+	struct timeval tv = {
+		.tv_sec = timeout_ms / 1000,
+		.tv_usec = (timeout_ms % 1000) * 1000,
+	};
+
+	c->timeout_ms = timeout_ms;
+	if (c->fd < 0)
+		return 0;
+	if (setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
+	    setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv))) {
+		int err = errno;
+
+		snprintf(c->err, sizeof(c->err), "setting a timeout: %s",
+			 strerror(err));
+		return -err;
+	}
+	return 0;
+}
+
 int pc_connect_fd(struct pc *c, int fd)
 {
 	int one = 1;
 
 	c->fd = fd;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	return 0;
+	/* tests hand in socketpairs and leave timeout_ms 0: nothing to set */
+	return c->timeout_ms ? pc_set_timeout(c, c->timeout_ms) : 0;
+}
+
+/* "10 s" or "0.250 s" */
+static const char *secs(const struct pc *c, char *buf, size_t len)
+{
+	if (c->timeout_ms % 1000)
+		snprintf(buf, len, "%u.%03u s", c->timeout_ms / 1000,
+			 c->timeout_ms % 1000);
+	else
+		snprintf(buf, len, "%u s", c->timeout_ms / 1000);
+	return buf;
+}
+
+/* SO_RCVTIMEO/SO_SNDTIMEO ran out: say so in the caller's words. */
+static int timed_out(struct pc *c, const char *what)
+{
+	char b[32];
+
+	snprintf(c->err, sizeof(c->err), "no %s within %s (timeout)", what,
+		 secs(c, b, sizeof(b)));
+	return -ETIMEDOUT;
+}
+
+/* connect(2), bounded by c->timeout_ms if set; 0 or an errno. */
+static int connect_bounded(struct pc *c, int fd, const struct addrinfo *ai)
+{
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+	socklen_t len = sizeof(int);
+	int fl, n, err = 0;
+
+	if (!c->timeout_ms)
+		return connect(fd, ai->ai_addr, ai->ai_addrlen) ? errno : 0;
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK))
+		return errno;
+	if (connect(fd, ai->ai_addr, ai->ai_addrlen) && errno != EINPROGRESS)
+		return errno;
+	do
+		n = poll(&p, 1, (int)MIN(c->timeout_ms, (unsigned int)INT_MAX));
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno;
+	if (n == 0)
+		return ETIMEDOUT;
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len))
+		return errno;
+	if (err)
+		return err;
+	return fcntl(fd, F_SETFL, fl) ? errno : 0;
 }
 
 int pc_connect(struct pc *c, const char *host, int port)
@@ -76,15 +150,25 @@ int pc_connect(struct pc *c, const char *host, int port)
 	}
 	for (ai = res; ai; ai = ai->ai_next) {
 		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
-		if (fd < 0)
+		if (fd < 0) {
+			err = errno;
 			continue;
-		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+		}
+		err = connect_bounded(c, fd, ai);
+		if (!err)
 			break;
-		err = errno;
 		close(fd);
 		fd = -1;
 	}
 	freeaddrinfo(res);
+	if (fd < 0 && err == ETIMEDOUT && c->timeout_ms) {
+		char b[32];
+
+		snprintf(c->err, sizeof(c->err),
+			 "%s:%d: no connection within %s (timeout)", host,
+			 port, secs(c, b, sizeof(b)));
+		return -ETIMEDOUT;
+	}
 	if (fd < 0) {
 		snprintf(c->err, sizeof(c->err), "%s:%d: %s", host, port,
 			 strerror(err ? err : ECONNREFUSED));
@@ -116,6 +200,8 @@ int pc_send_raw(struct pc *c, const void *buf, size_t len)
 
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return timed_out(c, "room to send to the server");
 		if (n <= 0) {
 			snprintf(c->err, sizeof(c->err), "send: %s",
 				 strerror(errno));
@@ -159,6 +245,8 @@ static int read_full(struct pc *c, uint8_t *p, size_t n)
 
 		if (r < 0 && errno == EINTR)
 			continue;
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return timed_out(c, "reply from the server");
 		if (r <= 0) {
 			snprintf(c->err, sizeof(c->err), "%s",
 				 r ? strerror(errno) : "connection closed");

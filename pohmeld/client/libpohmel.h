@@ -45,6 +45,9 @@ struct pc {
 	uint8_t key[64];
 	size_t keylen;		/* 0: no key */
 	uint64_t want_features;	/* 0: the library's default */
+	/* > 0: connect, and every send or receive after it, fails with
+	 * -ETIMEDOUT past this many milliseconds; 0: wait for ever (tests) */
+	unsigned int timeout_ms;
 	bool test_skip_server_proof;	/* tests: AUTH even if mac_s is bad */
 	/* credentials sent in every request header */
 	uint32_t uid, gid, ngroups;
@@ -75,6 +78,7 @@ struct pc_lock {
 int pc_init(struct pc *c);
 int pc_connect(struct pc *c, const char *host, int port);
 int pc_connect_fd(struct pc *c, int fd);
+int pc_set_timeout(struct pc *c, unsigned int timeout_ms);
 int pc_handshake(struct pc *c);
 void pc_disconnect(struct pc *c);
 int pc_load_key(struct pc *c, const char *path);

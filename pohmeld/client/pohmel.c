@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * pohmel - talk to pohmeld from the command line (see pohmel(1)).
- *   pohmel [-p PORT] [-k KEYFILE] [-u UID] [-g GID] HOST CMD [ARGS]
+ *   pohmel [-p PORT] [-k KEYFILE] [-u UID] [-g GID] [-t SECONDS] HOST CMD [ARGS]
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,11 +26,19 @@
 
 static struct pc pc;
 static const char *cmd;
+static bool timeout_given;	/* -t on the command line */
+
+#ifndef POHMEL_VERSION
+#error "POHMEL_VERSION comes from ../VERSION through the Makefile"
+#endif
+
+#define DEFAULT_TIMEOUT	10	/* seconds */
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: pohmel [-p PORT] [-k KEYFILE] [-u UID] [-g GID] HOST CMD [ARGS]\n"
+"usage: pohmel [-p PORT] [-k KEYFILE] [-u UID] [-g GID] [-t SECONDS] HOST CMD [ARGS]\n"
+"       pohmel -h|--help | -V|--version\n"
 "commands:\n"
 "  ping | stats | statfs [PATH]\n"
 "  ls [-l] PATH | stat PATH | cat PATH | get PATH LOCAL | put LOCAL PATH\n"
@@ -38,18 +48,45 @@ static void usage(FILE *f)
 "  lock [-s] [-w] PATH   (holds the lock until stdin reaches EOF)\n"
 "  locktest [-s] [-f] PATH   (who holds a lock that conflicts with one\n"
 "                            on the whole file: owner, pid, or unlocked)\n"
-"options: -p port (default %d), -k key file (default /etc/pohmelfs/key\n"
-"if it exists, \"none\" for no key), -u/-g caller uid/gid (default 0)\n",
-		POHMEL_DEFAULT_PORT);
+"options:\n"
+"  -p, --port PORT        server port (default %d)\n"
+"  -k, --key-file FILE    pre-shared key (default /etc/pohmelfs/key if it\n"
+"                         exists; \"none\": no key)\n"
+"  -u, --uid UID          caller uid sent with each request (default 0)\n"
+"  -g, --gid GID          caller gid sent with each request (default 0)\n"
+"  -t, --timeout SECONDS  give up when connecting, or waiting for the server,\n"
+"                         takes longer (default %d; 0: wait for ever;\n"
+"                         lock -w waits for ever unless -t is given)\n"
+"  -h, --help             this help\n"
+"  -V, --version          print the version and exit\n"
+"Exit status: 0 done, 1 failed (server error, no answer in time), 2 usage.\n",
+		POHMEL_DEFAULT_PORT, DEFAULT_TIMEOUT);
+}
+
+/* A decimal number in [0, max] with nothing after it, else -1. */
+static long long number(const char *s, long long max)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v > (unsigned long long)max)
+		return -1;
+	return (long long)v;
 }
 
 static int fail(const char *what, int err)
 {
+	const char *sep = *what ? " " : "";
+
 	if (err < 0)
-		fprintf(stderr, "pohmel: %s %s: %s\n", cmd, what,
+		fprintf(stderr, "pohmel: %s%s%s: %s\n", cmd, sep, what,
 			pc.err[0] ? pc.err : strerror(-err));
 	else
-		fprintf(stderr, "pohmel: %s %s: %s\n", cmd, what,
+		fprintf(stderr, "pohmel: %s%s%s: %s\n", cmd, sep, what,
 			err == POHMEL_ERR_SEQ_OLD ? "request too old" :
 			strerror(err));
 	return 1;
@@ -79,8 +116,9 @@ static void print_long(const char *name, const struct wattr *a)
 	struct tm tm;
 
 	mode_str(a->mode, ms);
-	localtime_r(&t, &tm);
-	strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M", &tm);
+	if (!localtime_r(&t, &tm) ||
+	    !strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M", &tm))
+		strcpy(ts, "(bad time)      ");	/* from the server */
 	printf("%s %3u %5u %5u %10llu %s %s\n", ms, a->nlink, a->uid, a->gid,
 	       (unsigned long long)a->size, ts, name);
 }
@@ -123,25 +161,59 @@ static int do_ls(int argc, char **argv)
 	return err ? fail(path, err) : 0;
 }
 
+/* Like stat(1): "2026-12-05 08:12:44.123456789 +0000" in local time; the
+ * raw seconds if the server sent a time localtime() cannot represent. */
+static void print_time(const char *label, const struct wtime *w)
+{
+	char day[64], zone[16];
+	time_t t = (time_t)w->sec;
+	struct tm tm;
+
+	if ((int64_t)t != w->sec || w->nsec > 999999999 ||
+	    !localtime_r(&t, &tm) ||
+	    !strftime(day, sizeof(day), "%Y-%m-%d %H:%M:%S", &tm) ||
+	    !strftime(zone, sizeof(zone), "%z", &tm)) {
+		printf("%s: @%lld.%09u (not a valid time)\n", label,
+		       (long long)w->sec, w->nsec);
+		return;
+	}
+	printf("%s: %s.%09u %s\n", label, day, w->nsec, zone);
+}
+
+static const char *type_name(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: return "regular file";
+	case S_IFDIR: return "directory";
+	case S_IFLNK: return "symbolic link";
+	case S_IFIFO: return "fifo";
+	case S_IFSOCK: return "socket";
+	case S_IFCHR: return "character special file";
+	case S_IFBLK: return "block special file";
+	}
+	return "unknown type";
+}
+
 static int do_stat(const char *path)
 {
 	struct wattr a;
+	char ms[11];
 	int err = pc_walk(&pc, path, &a);
 
 	if (err)
 		return fail(path, err);
-	printf("  File: %s\n  Size: %llu\tBlocks: %llu\tIO Block: %u\n"
-	       "    Id: %llu\tGen: %llx\tLinks: %u\n"
-	       "Access: (%04o) Uid: %u Gid: %u Type: %o Rdev: %u,%u\n"
-	       "Access: %lld.%09u\nModify: %lld.%09u\nChange: %lld.%09u\n",
+	mode_str(a.mode, ms);
+	printf("  File: %s\n  Size: %llu\tBlocks: %llu\tIO Block: %u\t%s\n"
+	       "    Id: %llu\tGen: %llx\tLinks: %u\tRdev: %u,%u\n"
+	       "Access: (%04o/%s)  Uid: %u  Gid: %u\n",
 	       path, (unsigned long long)a.size,
-	       (unsigned long long)a.blocks, a.blksize,
+	       (unsigned long long)a.blocks, a.blksize, type_name(a.mode),
 	       (unsigned long long)a.oid.id, (unsigned long long)a.oid.gen,
-	       a.nlink, a.mode & 07777, a.uid, a.gid, a.mode & S_IFMT,
-	       wire_dev_major(a.rdev), wire_dev_minor(a.rdev),
-	       (long long)a.atime.sec, a.atime.nsec,
-	       (long long)a.mtime.sec, a.mtime.nsec,
-	       (long long)a.ctime.sec, a.ctime.nsec);
+	       a.nlink, wire_dev_major(a.rdev), wire_dev_minor(a.rdev),
+	       a.mode & 07777, ms, a.uid, a.gid);
+	print_time("Access", &a.atime);
+	print_time("Modify", &a.mtime);
+	print_time("Change", &a.ctime);
 	return 0;
 }
 
@@ -302,9 +374,20 @@ static int do_lock(int argc, char **argv)
 	if (argc < 2)
 		return fail("", EINVAL);
 	err = pc_walk(&pc, argv[argc - 1], &a);
-	if (!err)
+	/* -w: the reply comes when the lock is free, which may take long */
+	if (!err && (flags & POHMEL_LOCK_WAIT) && !timeout_given) {
+		unsigned int t = pc.timeout_ms;
+
+		err = pc_set_timeout(&pc, 0);
+		if (!err)
+			err = pc_lock(&pc, &a.oid, (uint64_t)getpid(), 0, 0,
+				      type, flags, (uint32_t)getpid(), NULL);
+		if (!err)
+			err = pc_set_timeout(&pc, t);
+	} else if (!err) {
 		err = pc_lock(&pc, &a.oid, (uint64_t)getpid(), 0, 0, type,
 			      flags, (uint32_t)getpid(), NULL);
+	}
 	if (err)
 		return fail(argv[argc - 1], err);
 	printf("locked\n");
@@ -492,18 +575,60 @@ static int run(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	static const struct option longopts[] = {
+		{ "port", required_argument, NULL, 'p' },
+		{ "key-file", required_argument, NULL, 'k' },
+		{ "uid", required_argument, NULL, 'u' },
+		{ "gid", required_argument, NULL, 'g' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
 	const char *kfile = NULL;
+	long long timeout = DEFAULT_TIMEOUT, v;
 	int port = POHMEL_DEFAULT_PORT, c, err, ret;
 
 	if (pc_init(&pc))
 		return 1;
-	while ((c = getopt(argc, argv, "+p:k:u:g:h")) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:k:u:g:t:hV", longopts,
+				NULL)) != -1) {
 		switch (c) {
-		case 'p': port = atoi(optarg); break;
+		case 'p':
+			v = number(optarg, 65535);
+			if (v < 1) {
+				fprintf(stderr, "pohmel: -p %s: not a port (1-65535)\n",
+					optarg);
+				return 2;
+			}
+			port = (int)v;
+			break;
 		case 'k': kfile = optarg; break;
-		case 'u': pc.uid = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'g': pc.gid = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'u':
+		case 'g':
+			v = number(optarg, UINT32_MAX);
+			if (v < 0) {
+				fprintf(stderr, "pohmel: -%c %s: not a %s\n", c,
+					optarg, c == 'u' ? "uid" : "gid");
+				return 2;
+			}
+			*(c == 'u' ? &pc.uid : &pc.gid) = (uint32_t)v;
+			break;
+		case 't':
+			/* seconds; ms must fit the library's unsigned int */
+			timeout = number(optarg, UINT_MAX / 1000);
+			if (timeout < 0) {
+				fprintf(stderr, "pohmel: -t %s: not a number of seconds\n",
+					optarg);
+				return 2;
+			}
+			timeout_given = true;
+			break;
 		case 'h': usage(stdout); return 0;
+		case 'V':
+			printf("pohmel %s (protocol %d.%d)\n", POHMEL_VERSION,
+			       POHMEL_PROTO_MAJOR, POHMEL_PROTO_MINOR);
+			return 0;
 		default: usage(stderr); return 2;
 		}
 	}
@@ -518,6 +643,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	cmd = argv[optind + 1];
+	pc.timeout_ms = (unsigned int)timeout * 1000;
 	err = pc_connect(&pc, argv[optind], port);
 	if (!err)
 		err = pc_handshake(&pc);

@@ -140,6 +140,16 @@ copy_src() {
 		--exclude='*.d' --exclude=Module.symvers --exclude=modules.order \
 		--exclude='/pohmeld' --exclude='/pohmel' --exclude=.git \
 		"$1/" "$2/"
+	# src/Kbuild and pohmeld/Makefile read the version from ../VERSION:
+	# the copied tree's own, else this repository's
+	case ${1%/} in
+	*/src | */pohmeld)
+		if [ -f "${1%/}/../VERSION" ]; then
+			install -m 0644 "${1%/}/../VERSION" "${2%/}/../VERSION"
+		else
+			install -m 0644 "$REPO/VERSION" "${2%/}/../VERSION"
+		fi ;;
+	esac
 }
 
 # --- building inside the working copy ------------------------------------------
