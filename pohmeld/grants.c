@@ -688,13 +688,16 @@ void grant_fill(struct req *r, int fd, struct wattr *a)
 	 * While a recall is pending the holder may still be flushing what
 	 * the higher grant let it buffer: its record stays at that grant
 	 * until the ack (settle), however low this reply caps it, or a
-	 * waiting requester would take the conflict as gone.
+	 * waiting requester would take the conflict as gone. Likewise a
+	 * reply that gives a holder nothing (what it describes may be
+	 * older than a change in flight) does not end the record: what the
+	 * client buffered under the grant (write-back: data kept past
+	 * close, local creates) is still only there, and another client's
+	 * access must recall it. Only a recall, RELEASE or the connection's
+	 * end does.
 	 */
-	if (h && !h->recall_id) {
+	if (h && !h->recall_id && level != POHMEL_GRANT_NONE)
 		h->grant = level;
-		if (level == POHMEL_GRANT_NONE)
-			holder_del(o, h);
-	}
 	a->grant = level;
 out_free:
 	maybe_free(o);

@@ -175,6 +175,18 @@ int pohmel_wb_attr_flush(struct inode *inode)
 	struct pohmel_fattr fa;
 	int err;
 
+	if (!READ_ONCE(pi->dsa.valid))
+		return 0;
+	/*
+	 * The data first, all of it: a WRITE after the SETATTR would move
+	 * the mtime it sets (the flusher may have written only part of the
+	 * pages before ->write_inode; fsync only its range).
+	 */
+	if (S_ISREG(inode->i_mode)) {
+		err = filemap_write_and_wait(inode->i_mapping);
+		if (err)
+			return err;
+	}
 	spin_lock(&pi->lock);
 	sa = pi->dsa;
 	cred = pi->dsa_cred;
