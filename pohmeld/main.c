@@ -344,6 +344,7 @@ int main(int argc, char **argv)
 	sessions_fini();
 	sfile_fini();
 	change_fini();
+	ctime_fini();
 	oid_fini();
 	close(sfd);
 	close(srv.rootfd);

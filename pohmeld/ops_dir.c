@@ -167,6 +167,30 @@ static int entry_reply(struct req *r, int dirfd, const char *name,
 	return err;
 }
 
+/*
+ * POHMEL_CREATE_TIME: the new object gets the client's time as atime and
+ * mtime, and its ctime is reported as that too until it changes again
+ * (ctimes.c). As the caller, who owns it.
+ */
+static void client_times(int dirfd, const char *name, uint64_t id,
+			 const struct wtime *t)
+{
+	struct timespec ts[2] = {
+		{ .tv_sec = (time_t)t->sec, .tv_nsec = (long)t->nsec },
+		{ .tv_sec = (time_t)t->sec, .tv_nsec = (long)t->nsec },
+	};
+	struct stat st;
+
+	/* the object is made: a failure here only leaves the disk's times */
+	if (utimensat(dirfd, name, ts, AT_SYMLINK_NOFOLLOW) ||
+	    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW)) {
+		log_info("object %llu: the creating client's times not set: %s",
+			 (unsigned long long)id, strerror(errno));
+		return;
+	}
+	ctime_note(id, t, &st.st_ctim);
+}
+
 int op_create(struct req *r)
 {
 	const struct msg *m = r->m;
@@ -255,6 +279,8 @@ int op_create(struct req *r)
 		if (err)
 			goto out_dir;
 	}
+	if (m->flags & POHMEL_CREATE_TIME)
+		client_times(dirfd, m->name, m->cid, &m->ctime);
 	err = entry_reply(r, dirfd, m->name, &m->oid);
 out_dir:
 	close(dirfd);

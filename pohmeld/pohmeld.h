@@ -222,6 +222,12 @@ void sfile_scan(bool (*fn)(const uint8_t uuid[16], uint64_t boot_gen,
 /* ---- change.c: the change attribute ---- */
 void change_init(uint64_t boot_gen);
 void change_fini(void);
+
+/* ---- ctimes.c ---- */
+void ctime_note(uint64_t id, const struct wtime *client,
+		const struct timespec *disk);
+void ctime_report(uint64_t id, const struct timespec *disk, struct wtime *out);
+void ctime_fini(void);
 uint64_t change_bump(uint64_t id, uint64_t *prev);
 uint64_t change_now(void);
 bool change_moved(uint64_t id, uint64_t since, uint64_t own);
@@ -350,6 +356,7 @@ struct msg {
 	uint32_t mode, rdev, flags, uid, gid, valid, count, type, pid;
 	uint64_t handle, offset, cookie, size, owner, start, len;
 	uint64_t cid;			/* CREATE_ID: the delegated id */
+	struct wtime ctime;		/* CREATE_TIME: the client's */
 	struct wtime atime, mtime;
 };
 #define PROTO_DROP	(-1)

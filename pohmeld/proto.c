@@ -145,7 +145,8 @@ static int parse_body(struct msg *m)
 		if (m->blen < POHMEL_CREATE_SIZE)
 			return PROTO_DROP;
 		m->flags = get32(b + 24);
-		idlen = m->flags & POHMEL_CREATE_ID ? 8 : 0;
+		idlen = (m->flags & POHMEL_CREATE_ID ? 8 : 0) +
+			(m->flags & POHMEL_CREATE_TIME ? 16 : 0);
 		m->namelen = get16(b + 36);
 		m->dlen = get16(b + 38);
 		NEED(POHMEL_CREATE_SIZE + idlen + m->namelen + m->dlen);
@@ -154,9 +155,16 @@ static int parse_body(struct msg *m)
 		m->rdev = get32(b + 20);
 		m->uid = get32(b + 28);
 		m->gid = get32(b + 32);
-		if (idlen) {
+		if (m->flags & POHMEL_CREATE_ID) {
 			m->cid = get64(b + POHMEL_CREATE_SIZE);
 			if (!m->cid)
+				return EINVAL;
+		}
+		if (m->flags & POHMEL_CREATE_TIME) {
+			if (!(m->flags & POHMEL_CREATE_ID))
+				return EINVAL;
+			wtime_get(b + POHMEL_CREATE_SIZE + 8, &m->ctime);
+			if (m->ctime.nsec >= 1000000000U)
 				return EINVAL;
 		}
 		b += idlen;

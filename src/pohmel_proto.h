@@ -408,13 +408,22 @@ struct pohmel_name_req {
  */
 
 /* CREATE, MKDIR, MKNOD, SYMLINK: struct pohmel_create, then (with
- * POHMEL_CREATE_ID) a __be64 delegated id, then name, then (SYMLINK
- * only) the target of tgtlen bytes.
+ * POHMEL_CREATE_ID) a __be64 delegated id, then (with POHMEL_CREATE_TIME)
+ * a struct pohmel_time, then name, then (SYMLINK only) the target of
+ * tgtlen bytes.
+ * POHMEL_CREATE_TIME (only with CREATE_ID): the time the client created
+ * the object locally, and showed as its atime, mtime and ctime. The new
+ * object's atime and mtime are set to it, and its ctime is reported as
+ * it until the object next changes (a ctime cannot be set; pohmeld
+ * reports the client's while the disk's is the one its create left), so
+ * every client sees the times the creator saw.
  * Reply: struct pohmel_entry_reply.
  */
 #define POHMEL_CREATE_EXCL	0x1	/* fail with EEXIST if it exists */
 #define POHMEL_CREATE_ID	0x2	/* FEAT_IDRANGE: the new object's id */
-#define POHMEL_CREATE_ALL	(POHMEL_CREATE_EXCL | POHMEL_CREATE_ID)
+#define POHMEL_CREATE_TIME	0x4	/* FEAT_IDRANGE: the client's time */
+#define POHMEL_CREATE_ALL	(POHMEL_CREATE_EXCL | POHMEL_CREATE_ID | \
+				 POHMEL_CREATE_TIME)
 struct pohmel_create {
 	struct pohmel_oid dir;
 	__be32 mode;		/* including S_IFMT for MKNOD */

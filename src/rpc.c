@@ -250,7 +250,8 @@ struct pohmel_req *pohmel_rpc_create_req(struct pohmel_conn *c, u16 op,
 					 const struct pohmel_foid *dir,
 					 const char *name, u32 len, u32 mode,
 					 u32 rdev, u32 flags,
-					 const char *target, u32 tlen, u64 id)
+					 const char *target, u32 tlen, u64 id,
+					 const struct timespec64 *t)
 {
 	struct pohmel_create *b;
 	struct pohmel_req *req;
@@ -260,8 +261,8 @@ struct pohmel_req *pohmel_rpc_create_req(struct pohmel_conn *c, u16 op,
 		return ERR_PTR(err);
 	if (tlen > POHMEL_PATH_MAX)
 		return ERR_PTR(-ENAMETOOLONG);
-	req = pohmel_req_alloc(c, op, POHMEL_CREATE_SIZE + 8 + len + tlen,
-			       true);
+	req = pohmel_req_alloc(c, op, POHMEL_CREATE_SIZE + 8 +
+			       sizeof(struct pohmel_time) + len + tlen, true);
 	if (!req)
 		return ERR_PTR(-ENOMEM);
 	b = pohmel_req_append(req, POHMEL_CREATE_SIZE);
@@ -279,6 +280,12 @@ struct pohmel_req *pohmel_rpc_create_req(struct pohmel_conn *c, u16 op,
 		if (w)
 			*w = cpu_to_be64(id);
 	}
+	if (flags & POHMEL_CREATE_TIME) {
+		struct pohmel_time *w = pohmel_req_append(req, sizeof(*w));
+
+		if (w)
+			put_time(w, t);
+	}
 	pohmel_req_append_name(req, name, len);
 	if (tlen)
 		pohmel_req_append_name(req, target, tlen);
@@ -294,11 +301,24 @@ int pohmel_rpc_create(struct pohmel_conn *c, u16 op,
 	struct pohmel_req *req;
 	int err;
 
-	req = pohmel_rpc_create_req(c, op, dir, name, len, mode, rdev, flags,
-				    target, tlen, id);
+	req = pohmel_rpc_create_req(c, op, dir, name, len, mode, rdev,
+				    flags & ~POHMEL_CREATE_TIME, target, tlen,
+				    id, NULL);
 	if (IS_ERR(req))
 		return PTR_ERR(req);
 	err = flags & POHMEL_CREATE_ID ? send(c, req) : call(c, req);
+	if (err)
+		return err;
+	decode_entry(req, obj, pdir);
+	return 0;
+}
+
+/* A request of pohmel_rpc_create_req() alone, without the log's hook. */
+int pohmel_rpc_create_send(struct pohmel_conn *c, struct pohmel_req *req,
+			   struct pohmel_fattr *obj, struct pohmel_fattr *pdir)
+{
+	int err = send(c, req);
+
 	if (err)
 		return err;
 	decode_entry(req, obj, pdir);

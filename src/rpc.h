@@ -97,7 +97,10 @@ struct pohmel_req *pohmel_rpc_create_req(struct pohmel_conn *c, u16 op,
 					 const struct pohmel_foid *dir,
 					 const char *name, u32 len, u32 mode,
 					 u32 rdev, u32 flags,
-					 const char *target, u32 tlen, u64 id);
+					 const char *target, u32 tlen, u64 id,
+					 const struct timespec64 *t);
+int pohmel_rpc_create_send(struct pohmel_conn *c, struct pohmel_req *req,
+			   struct pohmel_fattr *obj, struct pohmel_fattr *pdir);
 struct pohmel_req *pohmel_rpc_batch(struct pohmel_conn *c,
 				    struct pohmel_req **in, u32 n);
 int pohmel_rpc_batch_entry(struct pohmel_req *b, u32 *off,

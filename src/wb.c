@@ -38,6 +38,7 @@ struct pohmel_wb_ent {
 	struct inode *inode;		/* held: made locally */
 	const struct cred *cred;	/* the creator's */
 	u64 id;
+	struct timespec64 time;		/* the times the creator saw */
 	u16 op;
 	u32 mode;
 	u32 rdev;
@@ -216,6 +217,7 @@ locked:
 	ent->inode = inode;
 	ent->cred = get_current_cred();
 	ent->id = id;
+	ent->time = fa.ctime;
 	ent->op = op;
 	ent->mode = op == POHMEL_OP_MKNOD ? mode : mode & 07777;
 	ent->rdev = new_encode_dev(rdev);
@@ -288,9 +290,9 @@ static struct pohmel_req *ent_req(struct pohmel_sb_info *sbi,
 	req = pohmel_rpc_create_req(&sbi->conn, ent->op,
 				    &POHMEL_I(ent->dir)->oid, ent->data,
 				    ent->namelen, ent->mode, ent->rdev,
-				    POHMEL_CREATE_ID,
+				    POHMEL_CREATE_ID | POHMEL_CREATE_TIME,
 				    ent->tlen ? ent->data + ent->namelen : NULL,
-				    ent->tlen, ent->id);
+				    ent->tlen, ent->id, &ent->time);
 	revert_creds(old);
 	return req;
 }
@@ -300,16 +302,11 @@ static int flush_one(struct pohmel_sb_info *sbi, struct pohmel_wb_ent *ent)
 {
 	u32 gen = pohmel_verf_gen(ent->dir);
 	struct pohmel_fattr obj, pdir;
-	const struct cred *old;
+	struct pohmel_req *req = ent_req(sbi, ent);
 	int err;
 
-	old = override_creds(ent->cred);
-	err = pohmel_rpc_create(&sbi->conn, ent->op, &POHMEL_I(ent->dir)->oid,
-				ent->data, ent->namelen, ent->mode, ent->rdev,
-				POHMEL_CREATE_ID,
-				ent->tlen ? ent->data + ent->namelen : NULL,
-				ent->tlen, ent->id, &obj, &pdir);
-	revert_creds(old);
+	err = IS_ERR(req) ? PTR_ERR(req) :
+	      pohmel_rpc_create_send(&sbi->conn, req, &obj, &pdir);
 	if (pohmel_err_transient(err))
 		return err;
 	flush_done(sbi, ent, err, gen, &obj, &pdir);

@@ -458,6 +458,74 @@ static void t_dirgrant(void)
 	cl_close(&b);
 }
 
+/* CREATE_ID | CREATE_TIME of a regular file named @name, under @id. */
+static int create_timed(struct pc *c, uint64_t seq, const char *name,
+			uint64_t id, const struct wtime *t, struct wattr *got)
+{
+	uint8_t b[400], rep[POHMEL_ENTRY_REPLY_SIZE];
+	uint32_t nl = (uint32_t)strlen(name), rl = 0;
+	int err;
+
+	memset(b, 0, POHMEL_CREATE_SIZE);
+	woid_put(b, &c->root.oid);
+	put32(b + 16, 0644);
+	put32(b + 24, POHMEL_CREATE_ID | POHMEL_CREATE_TIME);
+	put16(b + 36, (uint16_t)nl);
+	put64(b + POHMEL_CREATE_SIZE, id);
+	wtime_put(b + POHMEL_CREATE_SIZE + 8, t);
+	memcpy(b + POHMEL_CREATE_SIZE + 24, name, nl);
+	err = pc_call_seq(c, POHMEL_OP_CREATE, seq, b,
+			  POHMEL_CREATE_SIZE + 24 + nl, rep, sizeof(rep), &rl);
+	if (!err && rl != POHMEL_ENTRY_REPLY_SIZE)
+		return -EPROTO;
+	if (!err)
+		wattr_get(rep, got);
+	return err;
+}
+
+/*
+ * POHMEL_CREATE_TIME: the times the creating client showed are the
+ * object's, for everyone, ctime included, until the object changes.
+ */
+static void t_times(void)
+{
+	const struct wtime t = { .sec = 1234567890, .nsec = 500000000 };
+	struct wtime bad = t;
+	struct wattr a, l, s;
+	struct range r;
+	struct stat st;
+	struct pc c, d;
+	char p[600];
+
+	CHECK(sess(&c, NULL, POHMEL_FEAT_IDRANGE) == 0 &&
+	      sess(&d, NULL, 0) == 0 && idrange(&c, 1, 4, &r) == 0,
+	      "times: a session with ids, and another client");
+	bad.nsec = 1000000000U;
+	CHECK(create_timed(&c, 2, "tbad", r.start, &bad, &a) == EINVAL,
+	      "times: nsec out of range: EINVAL");
+	CHECK(create_timed(&c, 3, "t1", r.start, &t, &a) == 0 &&
+	      a.mtime.sec == t.sec && a.mtime.nsec == t.nsec &&
+	      a.atime.sec == t.sec && a.ctime.sec == t.sec &&
+	      a.ctime.nsec == t.nsec,
+	      "times: the reply has the client's atime, mtime and ctime (ctime %lld.%09u)",
+	      (long long)a.ctime.sec, a.ctime.nsec);
+	snprintf(p, sizeof(p), "%s/t1", exp_dir);
+	CHECK(stat(p, &st) == 0 && st.st_mtim.tv_sec == t.sec &&
+	      st.st_mtim.tv_nsec == (long)t.nsec && st.st_ctim.tv_sec != t.sec,
+	      "times: the disk has the mtime; its ctime is the server's own");
+	CHECK(pc_lookup(&d, &d.root.oid, "t1", &l) == 0 &&
+	      l.ctime.sec == t.sec && l.ctime.nsec == t.nsec &&
+	      l.mtime.sec == t.sec,
+	      "times: another client sees the same ctime and mtime");
+	CHECK(pc_setattr(&d, &l.oid, POHMEL_SET_MODE, 0600, 0, 0, 0, NULL,
+			 NULL, &s) == 0 && s.ctime.sec != t.sec &&
+	      pc_getattr(&c, &a.oid, &l) == 0 && l.ctime.sec == s.ctime.sec &&
+	      l.ctime.nsec == s.ctime.nsec,
+	      "times: once it changes (chmod), its real ctime for everyone");
+	cl_close(&c);
+	cl_close(&d);
+}
+
 int main(int argc, char **argv)
 {
 	int setup_err = setup_base(argc, argv, "idrange", exp_dir, sizeof(exp_dir));
@@ -473,6 +541,7 @@ int main(int argc, char **argv)
 	t_own_ids();
 	t_delegated();
 	t_dirgrant();
+	t_times();
 	t_redo();
 	t_legacy();
 	stop_server(&sp);
