@@ -445,7 +445,8 @@ static void test_resend(const char *w1, const char *w2)
 {
 	static unsigned char buf[4 * BIG];
 	const char *m1 = getenv("POHMEL_MNT1"), *ex = getenv("POHMEL_EXPORT");
-	char p1[4200], p2[4200], pe[4200], cmd[600], pd[4200], pn[4300], pen[4300];
+	char p1[4200], p2[4200], pe[4200], cmd[600], pd[4200], pn[4300], pen[4300], p2n[4300];
+	struct stat st2;
 	const char *bootid = "/var/tmp/pohmel-fake-boot-id";
 	long long u0, r0, r1;
 	int fd, ok, dfd, sfd, rc, err;
@@ -474,9 +475,13 @@ static void test_resend(const char *w1, const char *w2)
 	ok = ok && pwrite(fd, buf, sizeof(buf), 0) == (ssize_t)sizeof(buf) && close(fd) == 0;
 	if (!tap_check(ok, "restart: resend: 256 KiB written and closed"))
 		return;
-	/* a name only applied: no data of its own to send again */
-	tap_check(mknod(pn, S_IFREG | 0644, 0) == 0,
-		  "restart: names: then a name created in the directory");
+	/*
+	 * A name only applied: no data of its own to send again. Seen
+	 * through mount 2, so that a writeback mount has sent it too.
+	 */
+	snprintf(p2n, sizeof(p2n), "%s/names/applied", w2);
+	tap_check(mknod(pn, S_IFREG | 0644, 0) == 0 && stat(p2n, &st2) == 0,
+		  "restart: names: then a name created in the directory (mount 2 sees it)");
 	tap_check(mountstat(m1, "unstable_pages") >= u0 + 64,
 		  "restart: resend: its 64 pages stay pinned, not yet stable (%lld -> %lld)",
 		  u0, mountstat(m1, "unstable_pages"));
