@@ -562,6 +562,7 @@ static uint32_t want_of(const struct req *r, const struct wattr *a)
  */
 static bool watch(struct gobj *o, int fd, const struct wattr *a)
 {
+	struct wtime ct;
 	struct stat st;
 
 	if (o->wd >= 0)
@@ -569,13 +570,20 @@ static bool watch(struct gobj *o, int fd, const struct wattr *a)
 	o->wd = notify_watch(fd, o->oid.id, S_ISDIR(a->mode));
 	if (o->wd < 0)
 		return false;
-	if (fstat(fd, &st) || st.st_ctim.tv_sec != a->ctime.sec ||
-	    (uint32_t)st.st_ctim.tv_nsec != a->ctime.nsec) {
-		notify_unwatch(o->wd);
-		o->wd = -1;
-		return false;
-	}
+	if (fstat(fd, &st))
+		goto unwatch;
+	/* as a reply reports it (a creating client's: ctimes.c) */
+	ct.sec = st.st_ctim.tv_sec;
+	ct.nsec = (uint32_t)st.st_ctim.tv_nsec;
+	ctime_report(o->oid.id, &st.st_ctim, &ct);
+	if (ct.sec != a->ctime.sec || ct.nsec != a->ctime.nsec)
+		goto unwatch;
 	return true;
+
+unwatch:
+	notify_unwatch(o->wd);
+	o->wd = -1;
+	return false;
 }
 
 /*

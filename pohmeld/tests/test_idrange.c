@@ -497,9 +497,9 @@ static void t_times(void)
 	struct pc c, d;
 	char p[600];
 
-	CHECK(sess(&c, NULL, POHMEL_FEAT_IDRANGE) == 0 &&
+	CHECK(sess(&c, NULL, POHMEL_FEAT_IDRANGE | POHMEL_FEAT_GRANTS) == 0 &&
 	      sess(&d, NULL, 0) == 0 && idrange(&c, 1, 4, &r) == 0,
-	      "times: a session with ids, and another client");
+	      "times: a session with ids and grants, and another client");
 	bad.nsec = 1000000000U;
 	CHECK(create_timed(&c, 2, "tbad", r.start, &bad, &a) == EINVAL,
 	      "times: nsec out of range: EINVAL");
@@ -509,6 +509,9 @@ static void t_times(void)
 	      a.ctime.nsec == t.nsec,
 	      "times: the reply has the client's atime, mtime and ctime (ctime %lld.%09u)",
 	      (long long)a.ctime.sec, a.ctime.nsec);
+	CHECK(a.grant == POHMEL_GRANT_EXCL,
+	      "times: and EXCL for its creator (the watch takes the reported ctime; grant %u)",
+	      a.grant);
 	snprintf(p, sizeof(p), "%s/t1", exp_dir);
 	CHECK(stat(p, &st) == 0 && st.st_mtim.tv_sec == t.sec &&
 	      st.st_mtim.tv_nsec == (long)t.nsec && st.st_ctim.tv_sec != t.sec,
