@@ -255,6 +255,47 @@ void pohmel_wb_new_dir_size(struct pohmel_sb_info *sbi, u16 op,
 		WRITE_ONCE(sbi->wb.dir_size, obj->size);
 }
 
+struct unkept {
+	struct work_struct work;
+	struct inode *inode;		/* held */
+};
+
+static void unkept_work(struct work_struct *work)
+{
+	struct unkept *u = container_of(work, struct unkept, work);
+
+	filemap_write_and_wait(u->inode->i_mapping);
+	pohmel_wb_attr_flush(u->inode);
+	iput(u->inode);
+	kfree(u);
+}
+
+/*
+ * A new file's create went, but the server did not give it back EXCL
+ * (it could not watch it, a quota): what was kept of it past close (data,
+ * attributes) is no longer covered by a grant, so it goes now. Not from
+ * here: the flush holds flush_mu, which the WRITEs' own hook takes.
+ */
+static void write_unkept(struct inode *inode, const struct pohmel_fattr *obj)
+{
+	struct unkept *u;
+
+	if (!S_ISREG(inode->i_mode) || obj->grant == POHMEL_GRANT_EXCL ||
+	    (!mapping_tagged(inode->i_mapping, PAGECACHE_TAG_DIRTY) &&
+	     !READ_ONCE(POHMEL_I(inode)->dsa.valid)))
+		return;
+	u = kmalloc(sizeof(*u), GFP_NOFS);
+	if (!u)
+		return;		/* the flusher writes it in time */
+	INIT_WORK(&u->work, unkept_work);
+	u->inode = igrab(inode);
+	if (!u->inode) {
+		kfree(u);
+		return;
+	}
+	queue_work(system_wq, &u->work);
+}
+
 /* What the server answered for @ent (0 or -errno, not transient). */
 static void flush_done(struct pohmel_sb_info *sbi, struct pohmel_wb_ent *ent,
 		       int err, u32 gen, struct pohmel_fattr *obj,
@@ -265,6 +306,7 @@ static void flush_done(struct pohmel_sb_info *sbi, struct pohmel_wb_ent *ent,
 		pohmel_write_through_done(ent->dir, gen);
 		pohmel_refresh_inode(ent->dir, pdir, POHMEL_REFRESH_OWN);
 		pohmel_refresh_inode(ent->inode, obj, POHMEL_REFRESH_OWN);
+		write_unkept(ent->inode, obj);
 		atomic64_inc(&sbi->stats.wb_flushed);
 		return;
 	}
