@@ -41,7 +41,7 @@ static struct {
 	const char *cfile, *edir, *port, *kfile, *sdir;
 } opt;
 
-static int parse_args(int argc, char **argv, bool *check)
+static void parse_args(int argc, char **argv, bool *check)
 {
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
@@ -67,7 +67,6 @@ static int parse_args(int argc, char **argv, bool *check)
 		usage(stderr);
 		exit(2);
 	}
-	return 0;
 }
 
 /* The configuration file, then the command line over it, into cf. */

@@ -241,7 +241,9 @@ static bool hup(struct srvproc *s, const char *conf, const char *outcome,
 	return log_count("hup", outcome) >= nth;
 }
 
-static int keyed(struct pc *c, const struct srvproc *s, const char *key)
+/* uuid: the session to claim, NULL for a new one. */
+static int keyed_as(struct pc *c, const struct srvproc *s, const char *key,
+		    const struct pc *uuid)
 {
 	int err;
 
@@ -249,8 +251,17 @@ static int keyed(struct pc *c, const struct srvproc *s, const char *key)
 		return -ENOMEM;
 	if (pc_load_key(c, key))
 		return -EINVAL;
+	if (uuid) {
+		memcpy(c->uuid, uuid->uuid, 16);
+		c->boot_gen = uuid->boot_gen;
+	}
 	err = pc_connect(c, "127.0.0.1", s->port);
 	return err ? err : pc_handshake(c);
+}
+
+static int keyed(struct pc *c, const struct srvproc *s, const char *key)
+{
+	return keyed_as(c, s, key, NULL);
 }
 
 static int create(struct pc *c, const char *name)
@@ -297,6 +308,10 @@ static void check_reload(void)
 	      "new connection: the new key, the export now ro (EROFS)");
 	CHECK(create(&a, "a2") == 0 && pc_ping(&a) == 0,
 	      "old connection keeps working under its own (rw) policy");
+	cl_close(&b);
+	CHECK(keyed_as(&b, &s, k2, &a) == EACCES &&
+	      server_log_has("hup", "was made under another key"),
+	      "the new key cannot claim a session made under the old one");
 
 	/* broken: refused, ro and key 2 stay */
 	snprintf(conf, sizeof(conf), "export / %s rw ro\nstate-dir %s/state\n",
@@ -337,6 +352,47 @@ static void check_reload(void)
 	      "server stops cleanly (ASan: no use-after-free or leak)");
 }
 
+/*
+ * Reloads racing connections (ASan): each client is accepted under one
+ * policy or the other and must be served whole; the policies it held
+ * are freed when it goes, while others are swapped in.
+ */
+static void check_reload_race(void)
+{
+	char conf[1024], path[512], tmp[512];
+	int i, ok = 0, reloads;
+	struct srvproc s;
+	struct pc c;
+
+	snprintf(conf, sizeof(conf),
+		 "export / %s rw no_root_squash\nstate-dir %s/state\nkey-file none\n",
+		 exp_dir, base);
+	if (start_server("race", conf, &s)) {
+		CHECK(0, "race server starts");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/race.conf", base);
+	snprintf(tmp, sizeof(tmp), "%s/race.conf.new", base);
+	for (i = 0; i < 40; i++) {
+		snprintf(conf, sizeof(conf),
+			 "export / %s %s no_root_squash\nstate-dir %s/state\nkey-file none\n",
+			 exp_dir, i % 2 ? "ro" : "rw", base);
+		/* whole files only: a reload reads it at any moment */
+		if (write_file(tmp, conf) || rename(tmp, path) ||
+		    kill(s.pid, SIGHUP))
+			break;
+		if (cl_open(&c, &s, 0, 0) == 0 && pc_ping(&c) == 0)
+			ok++;
+		cl_close(&c);
+	}
+	CHECK(ok == 40, "40 clients served while reloads swap the policy (%d)",
+	      ok);
+	CHECK(stop_server(&s) == 0, "race server stops cleanly (ASan)");
+	reloads = log_count("race", "reloaded: serving");
+	CHECK(reloads >= 1 && log_count("race", "configuration refused") == 0,
+	      "reloads done (%d), none refused", reloads);
+}
+
 int main(int argc, char **argv)
 {
 	int rc = setup_base(argc, argv, "check", exp_dir, sizeof(exp_dir));
@@ -345,5 +401,6 @@ int main(int argc, char **argv)
 		return rc;
 	check_n();
 	check_reload();
+	check_reload_race();
 	return finish_base();
 }
