@@ -395,7 +395,7 @@ static void check_reload_race(void)
 
 int main(int argc, char **argv)
 {
-	int rc = setup_base(argc, argv, "check", exp_dir, sizeof(exp_dir));
+	int rc = setup_base(argc, argv, "conf", exp_dir, sizeof(exp_dir));
 
 	if (rc)
 		return rc;
