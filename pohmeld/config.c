@@ -150,7 +150,18 @@ static int parse_u32(const char *s, uint32_t *v)
 int config_export_line(struct export_cfg *ex, char *args, char *err,
 		       size_t errlen)
 {
+	/* Each pair of opposites: the one given first on the line, so a
+	 * line saying both ("rw ro") is refused instead of the last one
+	 * silently winning. */
+	static const char *const pairs[][2] = {
+		{ "rw", "ro" }, { "root_squash", "no_root_squash" },
+		{ "all_squash", "no_all_squash" },
+		{ "trusted_xattrs", "no_trusted_xattrs" },
+	};
+	const char *given[ARRAY_SIZE(pairs)] = { NULL };
+	bool anonuid = false, anongid = false;
 	char *save = NULL, *name, *path, *opt;
+	size_t i;
 
 	name = strtok_r(args, " \t", &save);
 	path = strtok_r(NULL, " \t", &save);
@@ -171,6 +182,24 @@ int config_export_line(struct export_cfg *ex, char *args, char *err,
 	}
 	strcpy(ex->path, path);
 	while ((opt = strtok_r(NULL, " \t", &save))) {
+		for (i = 0; i < ARRAY_SIZE(pairs); i++) {
+			if (strcmp(opt, pairs[i][0]) &&
+			    strcmp(opt, pairs[i][1]))
+				continue;
+			if (given[i] && strcmp(given[i], opt)) {
+				snprintf(err, errlen,
+					 "export options '%s' and '%s' contradict each other",
+					 given[i], opt);
+				return -1;
+			}
+			given[i] = strcmp(opt, pairs[i][0]) ? pairs[i][1] :
+				   pairs[i][0];
+		}
+		if ((!strncmp(opt, "anonuid=", 8) && anonuid) ||
+		    (!strncmp(opt, "anongid=", 8) && anongid)) {
+			snprintf(err, errlen, "'%.8s' given twice", opt);
+			return -1;
+		}
 		if (!strcmp(opt, "rw")) {
 			ex->ro = false;
 		} else if (!strcmp(opt, "ro")) {
@@ -190,9 +219,11 @@ int config_export_line(struct export_cfg *ex, char *args, char *err,
 		} else if (!strncmp(opt, "anonuid=", 8)) {
 			if (parse_u32(opt + 8, &ex->anon_uid))
 				goto bad_value;
+			anonuid = true;
 		} else if (!strncmp(opt, "anongid=", 8)) {
 			if (parse_u32(opt + 8, &ex->anon_gid))
 				goto bad_value;
+			anongid = true;
 		} else if (!strncmp(opt, "allow=", 6)) {
 			char *s2 = NULL, *c;
 
@@ -259,8 +290,8 @@ static const struct int_key *int_key(const char *kw)
 	return NULL;
 }
 
-static int config_line(struct config *cf, char *line, char *err,
-		       size_t errlen)
+static int config_line(struct config *cf, char *line, int lineno,
+		       char *err, size_t errlen)
 {
 	char *save = NULL, *kw, *arg, *extra, *dst;
 	const struct int_key *ik;
@@ -275,6 +306,7 @@ static int config_line(struct config *cf, char *line, char *err,
 			return -1;
 		}
 		cf->have_export = true;
+		cf->line_export = lineno;
 		return config_export_line(&cf->ex, save ? save : (char *)"",
 					  err, errlen);
 	}
@@ -300,6 +332,8 @@ static int config_line(struct config *cf, char *line, char *err,
 			return -1;
 		}
 		*(int *)((char *)cf + ik->off) = (int)v;
+		if (ik->off == offsetof(struct config, port))
+			cf->line_port = lineno;
 		return 0;
 	}
 	dst = !strcmp(kw, "key-file") ? cf->key_file : cf->state_dir;
@@ -309,8 +343,12 @@ static int config_line(struct config *cf, char *line, char *err,
 		return -1;
 	}
 	strcpy(dst, arg);
-	if (dst == cf->key_file)
+	if (dst == cf->key_file) {
 		cf->key_file_set = true;
+		cf->line_key = lineno;
+	} else {
+		cf->line_state = lineno;
+	}
 	return 0;
 }
 
@@ -326,6 +364,7 @@ int config_load(struct config *cf, const char *path, char *err,
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return -1;
 	}
+	snprintf(cf->file, sizeof(cf->file), "%s", path);
 	while (fgets(line, sizeof(line), f)) {
 		char *hash;
 
@@ -339,7 +378,7 @@ int config_load(struct config *cf, const char *path, char *err,
 		hash = strchr(line, '#');
 		if (hash)
 			*hash = 0;
-		if (config_line(cf, line, msg, sizeof(msg))) {
+		if (config_line(cf, line, lineno, msg, sizeof(msg))) {
 			snprintf(err, errlen, "%s:%d: %s", path, lineno, msg);
 			goto err_close;
 		}
@@ -350,4 +389,45 @@ int config_load(struct config *cf, const char *path, char *err,
 err_close:
 	fclose(f);
 	return -1;
+}
+
+/*
+ * Where a setting came from, as a message prefix: "FILE:LINE: " for a
+ * config line, "-k: " for the command line (line -1 with opt), "" for a
+ * default.
+ */
+const char *config_at(const struct config *cf, int line, const char *opt,
+		      char *buf, size_t n)
+{
+	if (line > 0)
+		snprintf(buf, n, "%s:%d: ", cf->file, line);
+	else if (line < 0)
+		snprintf(buf, n, "%s: ", opt);
+	else
+		buf[0] = 0;
+	return buf;
+}
+
+/*
+ * The numbers SIGHUP cannot change (sockets, tables and budgets sized at
+ * start): the names of those that differ between a and b, as
+ * " name name", into buf; 0 if none.
+ */
+int config_restart_only(const struct config *a, const struct config *b,
+			char *buf, size_t n)
+{
+	size_t i, len = 0;
+	int diff = 0;
+
+	buf[0] = 0;
+	for (i = 0; i < ARRAY_SIZE(int_keys); i++) {
+		if (*(const int *)((const char *)a + int_keys[i].off) ==
+		    *(const int *)((const char *)b + int_keys[i].off))
+			continue;
+		diff++;
+		if (len < n)
+			len += (size_t)snprintf(buf + len, n - len, " %s",
+						int_keys[i].name);
+	}
+	return diff;
 }

@@ -142,7 +142,8 @@ static void addr_drop(const uint8_t key[16])
 	}
 }
 
-int conn_init_struct(struct conn *c, int fd)
+/* pol: the policy it is served under; c takes a reference of its own. */
+int conn_init_struct(struct conn *c, int fd, struct policy *pol)
 {
 	int err;
 
@@ -151,6 +152,8 @@ int conn_init_struct(struct conn *c, int fd)
 	if (err)
 		return err;
 	c->fd = fd;
+	c->pol = pol;
+	atomic_fetch_add(&pol->refs, 1);
 	atomic_init(&c->refs, 1);
 	pthread_mutex_init(&c->defer_mu, NULL);
 	c->state = CONN_NEW;
@@ -170,6 +173,7 @@ void conn_put(struct conn *c)
 	outbox_fini(&c->ob);
 	close(c->fd);
 	pthread_mutex_destroy(&c->defer_mu);
+	policy_put(c->pol);
 	free(c);
 }
 
@@ -606,7 +610,8 @@ static void peer_name(const struct sockaddr *sa, char *buf, size_t n)
  * counted ("refused" and one counter per reason) and logged with the
  * address, rate-limited.
  */
-int conn_start(int fd, const struct sockaddr *sa, socklen_t salen)
+int conn_start(int fd, const struct sockaddr *sa, socklen_t salen,
+	       struct policy *pol)
 {
 	char peer[64], addr[INET6_ADDRSTRLEN];
 	struct addr_count *e = NULL;
@@ -669,7 +674,7 @@ int conn_start(int fd, const struct sockaddr *sa, socklen_t salen)
 		err = ENOMEM;
 		goto err_count;
 	}
-	err = conn_init_struct(c, fd);
+	err = conn_init_struct(c, fd, pol);
 	if (err) {
 		free(c);
 		goto err_count;

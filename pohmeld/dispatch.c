@@ -150,7 +150,7 @@ static int run_one(struct conn *c, struct session *s, const struct msg *m,
 		status = ENOSYS;
 		goto out;
 	}
-	if (d->flags & F_MOD && srv.cfg.ex.ro) {
+	if (d->flags & F_MOD && c->pol->ex.ro) {
 		status = EROFS;
 		goto out;
 	}
@@ -175,7 +175,7 @@ static int run_one(struct conn *c, struct session *s, const struct msg *m,
 			break;
 		}
 	}
-	creds_squash(&srv.cfg.ex, &r.cr);
+	creds_squash(&c->pol->ex, &r.cr);
 	status = (uint32_t)d->fn(&r);
 	if (r.as_caller)
 		creds_leave();
@@ -249,7 +249,7 @@ static int do_hello(struct conn *c, const struct msg *m, uint8_t *out,
 	memcpy(c->uuid, b + 24, 16);
 	c->boot_gen = get64(b + 40);
 	memcpy(c->nonce_c, b + 48, POHMEL_NONCE_LEN);
-	if (srv.keylen)
+	if (c->pol->keylen)
 		ours |= POHMEL_FEAT_AUTH;
 
 	/* Feature bits we do not know are ANDed away, not refused: the
@@ -258,7 +258,7 @@ static int do_hello(struct conn *c, const struct msg *m, uint8_t *out,
 		status = EPROTONOSUPPORT;
 	else if (max < 4096)
 		status = EINVAL;
-	else if (srv.keylen && !(feats & POHMEL_FEAT_AUTH))
+	else if (c->pol->keylen && !(feats & POHMEL_FEAT_AUTH))
 		status = EACCES;
 	if (status) {
 		if (status == EACCES) {
@@ -287,7 +287,7 @@ static int do_hello(struct conn *c, const struct msg *m, uint8_t *out,
 	put64(p + 40, srv.boot_gen);
 	memcpy(p + 48, c->nonce_s, POHMEL_NONCE_LEN);
 	if (c->features & POHMEL_FEAT_AUTH)
-		auth_mac(srv.key, srv.keylen, "pohmel-s", c->nonce_c,
+		auth_mac(c->pol->key, c->pol->keylen, "pohmel-s", c->nonce_c,
 			 c->nonce_s, c->uuid, p + 80);
 	c->state = CONN_HELLO;
 	reply_finish(&r, 0, out);
@@ -308,7 +308,7 @@ static int do_auth(struct conn *c, const struct msg *m, uint8_t *out,
 	if (c->state != CONN_HELLO)
 		return DISPATCH_DROP;
 	if (c->features & POHMEL_FEAT_AUTH) {
-		auth_mac(srv.key, srv.keylen, "pohmel-c", c->nonce_s,
+		auth_mac(c->pol->key, c->pol->keylen, "pohmel-c", c->nonce_s,
 			 c->nonce_c, c->uuid, want);
 		if (!auth_equal(want, m->body, POHMEL_MAC_LEN)) {
 			stats.auth_failures++;
@@ -319,7 +319,8 @@ static int do_auth(struct conn *c, const struct msg *m, uint8_t *out,
 		}
 	}
 	c->max_msg = c->max_nego;
-	c->sess = session_attach(c->uuid, c->boot_gen, c->peer, &err);
+	c->sess = session_attach(c->uuid, c->boot_gen, c->peer, c->pol->owner,
+				 &err);
 	if (!c->sess) {
 		reply_finish(&r, (uint32_t)err, out);
 		*outlen = POHMEL_HDR_SIZE;

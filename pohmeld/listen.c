@@ -14,6 +14,20 @@
 
 #define SD_LISTEN_FDS_START 3
 
+/* Did systemd pass this process listening sockets? (Not consumed.) */
+bool listen_activated(void)
+{
+	const char *pid = getenv("LISTEN_PID");
+	char *end;
+	long p;
+
+	if (!pid || !getenv("LISTEN_FDS"))
+		return false;
+	errno = 0;
+	p = strtol(pid, &end, 10);
+	return !errno && !*end && p == (long)getpid();
+}
+
 /* Returns how many fds systemd passed (0: none), -1 on a bad setup. */
 int listen_fds(int *fds, int max)
 {

@@ -42,51 +42,28 @@ static void usage(FILE *f)
 		POHMEL_DEFAULT_PORT);
 }
 
-/* Complain about the configuration: plain for -n, <N>-prefixed else. */
-static void cfg_error(bool check, const char *msg)
-{
-	if (check)
-		fprintf(stderr, "pohmeld: %s\n", msg);
-	else
-		log_err("%s", msg);
-}
+/* The command line's settings: applied again over the file on SIGHUP. */
+static struct {
+	const char *cfile, *edir, *port, *kfile, *sdir;
+} opt;
 
-static int setup_key(bool check)
-{
-	char err[512];
-
-	if (!strcmp(srv.cfg.key_file, "none"))
-		return 0;
-	if (!srv.cfg.key_file_set && access(srv.cfg.key_file, F_OK))
-		return 0;	/* default key file absent: auth off */
-	if (key_file_load(srv.cfg.key_file, srv.key, &srv.keylen, err,
-			  sizeof(err))) {
-		cfg_error(check, err);
-		return -1;
-	}
-	return 0;
-}
-
-static int parse_args(int argc, char **argv, bool *check)
+static void parse_args(int argc, char **argv, bool *check)
 {
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *cfile = NULL, *edir = NULL, *port = NULL, *kfile = NULL;
-	const char *sdir = NULL;
-	char err[8400];
 	int c;
 
 	while ((c = getopt_long(argc, argv, "c:e:p:k:s:ndhV", longopts,
 				NULL)) != -1) {
 		switch (c) {
-		case 'c': cfile = optarg; break;
-		case 'e': edir = optarg; break;
-		case 'p': port = optarg; break;
-		case 'k': kfile = optarg; break;
-		case 's': sdir = optarg; break;
+		case 'c': opt.cfile = optarg; break;
+		case 'e': opt.edir = optarg; break;
+		case 'p': opt.port = optarg; break;
+		case 'k': opt.kfile = optarg; break;
+		case 's': opt.sdir = optarg; break;
 		case 'n': *check = true; break;
 		case 'd': log_level = LOG_DEBUG; break;
 		case 'h': usage(stdout); exit(0);
@@ -101,71 +78,116 @@ static int parse_args(int argc, char **argv, bool *check)
 		usage(stderr);
 		exit(2);
 	}
-	config_defaults(&srv.cfg);
-	if (cfile || access(DEFAULT_CONFIG, F_OK) == 0) {
-		if (config_load(&srv.cfg, cfile ? cfile : DEFAULT_CONFIG, err,
-				sizeof(err))) {
-			cfg_error(*check, err);
-			return -1;
-		}
-	}
-	if (edir) {
-		if (!srv.cfg.have_export)
-			srv.cfg.have_export = true;
-		if (strlen(edir) >= sizeof(srv.cfg.ex.path)) {
-			cfg_error(*check, "-e: path too long");
-			return -1;
-		}
-		strcpy(srv.cfg.ex.path, edir);
-	}
-	if (port) {
-		char *end;
-		long p = strtol(port, &end, 10);
-
-		if (*end || p < 1 || p > 65535) {
-			snprintf(err, sizeof(err), "-p %s: bad port", port);
-			cfg_error(*check, err);
-			return -1;
-		}
-		srv.cfg.port = (int)p;
-	}
-	if (kfile) {
-		snprintf(srv.cfg.key_file, sizeof(srv.cfg.key_file), "%s",
-			 kfile);
-		srv.cfg.key_file_set = true;
-	}
-	if (sdir)
-		snprintf(srv.cfg.state_dir, sizeof(srv.cfg.state_dir), "%s",
-			 sdir);
-	if (!srv.cfg.have_export) {
-		cfg_error(*check,
-			  "no export: give -e DIR or an 'export / DIR' line");
-		return -1;
-	}
-	return setup_key(*check);
 }
 
-static int open_root(bool check)
+/* The configuration file, then the command line over it, into cf. */
+static int load_config(struct config *cf, bool plain)
 {
-	char err[4200];
-	struct stat st;
+	char err[8400];
 
-	/* Not O_PATH: open_by_handle_at() wants a real fd as mount_fd. */
-	srv.rootfd = open(srv.cfg.ex.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (srv.rootfd < 0 || fstat(srv.rootfd, &st)) {
-		snprintf(err, sizeof(err), "export %s: %s", srv.cfg.ex.path,
-			 strerror(errno));
-		cfg_error(check, err);
-		return -1;
+	config_defaults(cf);
+	if (opt.cfile || access(DEFAULT_CONFIG, F_OK) == 0) {
+		if (config_load(cf, opt.cfile ? opt.cfile : DEFAULT_CONFIG, err,
+				sizeof(err))) {
+			cfg_say(plain, LOG_ERR, "%s", err);
+			return -1;
+		}
 	}
-	srv.rootdev = st.st_dev;
+	if (opt.edir) {
+		cf->have_export = true;
+		if (strlen(opt.edir) >= sizeof(cf->ex.path)) {
+			cfg_say(plain, LOG_ERR, "-e: path too long");
+			return -1;
+		}
+		strcpy(cf->ex.path, opt.edir);
+		cf->line_export = -1;
+	}
+	if (opt.port) {
+		char *end;
+		long p = strtol(opt.port, &end, 10);
+
+		if (*end || p < 1 || p > 65535) {
+			cfg_say(plain, LOG_ERR, "-p %s: bad port", opt.port);
+			return -1;
+		}
+		cf->port = (int)p;
+		cf->line_port = -1;
+	}
+	if (opt.kfile) {
+		snprintf(cf->key_file, sizeof(cf->key_file), "%s", opt.kfile);
+		cf->key_file_set = true;
+		cf->line_key = -1;
+	}
+	if (opt.sdir) {
+		snprintf(cf->state_dir, sizeof(cf->state_dir), "%s", opt.sdir);
+		cf->line_state = -1;
+	}
 	return 0;
+}
+
+static void log_policy(const char *what, const struct policy *p)
+{
+	log_info("%s %s (%s%s%s), authentication %s", what, srv.cfg.ex.path,
+		 p->ex.ro ? "ro" : "rw",
+		 p->ex.all_squash ? ", all_squash" :
+		 p->ex.root_squash ? ", root_squash" : "",
+		 p->ex.nallow ? ", allow list" : "",
+		 p->keylen ? "on" : "off");
+}
+
+/*
+ * SIGHUP: the file is read and checked as at start (config_check); if
+ * it passes, new connections get its export options, allow list and
+ * key, while connections already accepted keep the policy they hold.
+ * The export directory and state-dir cannot move under a running
+ * server (object ids and state belong to them): such a file is refused
+ * as a whole. Numbers sized at start keep their old values (warned).
+ */
+static void reload(void)
+{
+	struct checked ck;
+	struct config cf;
+	struct policy *p;
+	char names[512];
+
+	log_info("SIGHUP: reloading the configuration");
+	if (load_config(&cf, false) ||
+	    config_check(&cf, listen_activated() || srv.activated, false,
+			 &ck))
+		goto refused;
+	close(ck.rootfd);
+	if (strcmp(cf.ex.path, srv.cfg.ex.path) ||
+	    strcmp(cf.state_dir, srv.cfg.state_dir)) {
+		log_err("%s changed (%s -> %s): that needs a restart",
+			strcmp(cf.ex.path, srv.cfg.ex.path) ?
+			"the export directory" : "state-dir",
+			strcmp(cf.ex.path, srv.cfg.ex.path) ?
+			srv.cfg.ex.path : srv.cfg.state_dir,
+			strcmp(cf.ex.path, srv.cfg.ex.path) ?
+			cf.ex.path : cf.state_dir);
+		goto refused;
+	}
+	if (config_restart_only(&srv.cfg, &cf, names, sizeof(names)))
+		log_warn("SIGHUP: changed, kept until a restart:%s", names);
+	p = policy_new(&cf.ex, ck.key, ck.keylen);
+	memset(ck.key, 0, sizeof(ck.key));
+	if (!p) {
+		log_err("SIGHUP: out of memory");
+		goto refused;
+	}
+	policy_install(p);
+	log_policy("reloaded: serving", p);
+	return;
+
+refused:
+	log_err("SIGHUP: configuration refused; the one in force stays");
 }
 
 static void accept_one(int lfd)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
+	struct policy *pol;
 	int fd;
 
 	fd = accept4(lfd, (void *)&ss, &len, SOCK_CLOEXEC);
@@ -177,13 +199,15 @@ static void accept_one(int lfd)
 			usleep(100000);	/* don't spin on a full fd table */
 		return;
 	}
-	if (!export_allows(&srv.cfg.ex, (void *)&ss)) {
+	pol = policy_get();
+	if (!export_allows(&pol->ex, (void *)&ss)) {
 		stats.refused++;
 		log_info("refused a client not in the allow list");
 		close(fd);
-		return;
+	} else {
+		conn_start(fd, (void *)&ss, len, pol);
 	}
-	conn_start(fd, (void *)&ss, len);
+	policy_put(pol);
 }
 
 /*
@@ -243,15 +267,30 @@ int main(int argc, char **argv)
 	struct pollfd pfd[MAX_LISTEN + 1];
 	int lfds[MAX_LISTEN], nl, i, sfd, err;
 	struct timespec now;
+	struct checked ck;
 	bool check = false;
+	struct policy *pol;
 	sigset_t mask;
 
-	if (parse_args(argc, argv, &check) || open_root(check))
+	parse_args(argc, argv, &check);
+	srv.activated = listen_activated();
+	if (load_config(&srv.cfg, check) ||
+	    config_check(&srv.cfg, srv.activated, check, &ck))
 		return 1;
 	if (check) {
+		close(ck.rootfd);
 		printf("configuration OK\n");
 		return 0;
 	}
+	srv.rootfd = ck.rootfd;
+	srv.rootdev = ck.rootdev;
+	pol = policy_new(&srv.cfg.ex, ck.key, ck.keylen);
+	memset(ck.key, 0, sizeof(ck.key));
+	if (!pol) {
+		log_err("out of memory");
+		goto err_root;
+	}
+	policy_install(pol);	/* before sessions_load: it reads the key */
 
 	umask(0);	/* clients send modes with their umask applied */
 	child_open_init();
@@ -302,12 +341,7 @@ int main(int argc, char **argv)
 	pfd[nl].fd = sfd;
 	pfd[nl].events = POLLIN;
 
-	log_info("serving %s (%s%s%s), authentication %s", srv.cfg.ex.path,
-		 srv.cfg.ex.ro ? "ro" : "rw",
-		 srv.cfg.ex.all_squash ? ", all_squash" :
-		 srv.cfg.ex.root_squash ? ", root_squash" : "",
-		 srv.cfg.ex.nallow ? ", allow list" : "",
-		 srv.keylen ? "on" : "off");
+	log_policy("serving", pol);
 	notify_ready("READY=1\nSTATUS=serving");
 
 	while (!atomic_load(&srv.stopping)) {
@@ -320,8 +354,11 @@ int main(int argc, char **argv)
 		if (pfd[nl].revents & POLLIN) {
 			struct signalfd_siginfo si;
 
-			if (read(sfd, &si, sizeof(si)) == sizeof(si) &&
-			    si.ssi_signo != SIGHUP) {
+			if (read(sfd, &si, sizeof(si)) != sizeof(si))
+				si.ssi_signo = 0;
+			if (si.ssi_signo == SIGHUP) {
+				reload();
+			} else if (si.ssi_signo) {
 				log_info("signal %u: shutting down",
 					 si.ssi_signo);
 				atomic_store(&srv.stopping, true);
@@ -348,6 +385,7 @@ int main(int argc, char **argv)
 	oid_fini();
 	close(sfd);
 	close(srv.rootfd);
+	policy_install(NULL);
 	log_info("stopped");
 	return 0;
 

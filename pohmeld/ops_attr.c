@@ -205,7 +205,7 @@ static int excl_allowed(struct req *r, int fd)
 {
 	int err;
 
-	if (srv.cfg.ex.ro)
+	if (r->c->pol->ex.ro)
 		return EROFS;
 	err = req_caller(r);
 	if (!err && syscall(SYS_faccessat2, fd, "", W_OK,
@@ -228,7 +228,7 @@ bool grant_precheck(const struct req *r)
 	if (r->m->type != POHMEL_GRANT_EXCL)
 		return true;
 	t.as_caller = false;
-	creds_squash(&srv.cfg.ex, &t.cr);
+	creds_squash(&r->c->pol->ex, &t.cr);
 	if (req_obj(&t, &r->m->oid, &fd, &st))
 		return false;
 	err = excl_allowed(&t, fd);

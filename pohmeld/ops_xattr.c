@@ -31,7 +31,7 @@ static bool name_allowed(const struct req *r, const char *name)
 	    !strcmp(name, "system.posix_acl_access") ||
 	    !strcmp(name, "system.posix_acl_default"))
 		return true;
-	return srv.cfg.ex.trusted_xattrs && r->cr.priv &&
+	return r->c->pol->ex.trusted_xattrs && r->cr.priv &&
 	       (has_prefix(name, "trusted.") || has_prefix(name, "security."));
 }
 

@@ -108,6 +108,10 @@ struct config {
 	int max_locks_per_session;	/* lock records of one session */
 	int max_grants_per_conn;	/* objects granted (so watched); 0:
 					 * a quarter of max_user_watches */
+	/* For messages (config_at): the file read ("" for none) and the
+	 * line each setting came from; 0 a default, -1 the command line. */
+	char file[4096];
+	int line_export, line_key, line_state, line_port;
 };
 void config_defaults(struct config *cf);
 int config_load(struct config *cf, const char *path, char *err,
@@ -117,17 +121,46 @@ int config_export_line(struct export_cfg *ex, char *args, char *err,
 int cidr_parse(const char *s, struct cidr *c);
 bool cidr_match(const struct cidr *c, const struct sockaddr *sa);
 bool export_allows(const struct export_cfg *ex, const struct sockaddr *sa);
+const char *config_at(const struct config *cf, int line, const char *opt,
+		      char *buf, size_t n);
+int config_restart_only(const struct config *a, const struct config *b,
+			char *buf, size_t n);
+
+/* ---- policy.c: what SIGHUP replaces; connections hold a reference --- */
+struct policy {
+	atomic_int refs;
+	struct export_cfg ex;
+	uint8_t key[POHMEL_KEY_MAX];
+	size_t keylen;		/* 0: authentication off */
+	uint8_t owner[32];	/* sessions' owner fingerprint (session.c) */
+};
+struct policy *policy_new(const struct export_cfg *ex, const uint8_t *key,
+			  size_t keylen);
+struct policy *policy_get(void);
+void policy_put(struct policy *p);
+void policy_install(struct policy *p);
+
+/* ---- check.c: what a start checks, shared by -n, start and SIGHUP ---- */
+struct checked {
+	int rootfd;		/* the export root, open (see struct server) */
+	dev_t rootdev;
+	uint8_t key[POHMEL_KEY_MAX];
+	size_t keylen;
+};
+void cfg_say(bool plain, int prio, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int config_check(const struct config *cf, bool activated, bool plain,
+		 struct checked *out);
 
 /* ---- main.c: process-wide state ---- */
 struct server {
-	struct config cfg;
-	uint8_t key[POHMEL_KEY_MAX];
-	size_t keylen;		/* 0: authentication off */
+	struct config cfg;	/* as at start; SIGHUP changes only policy */
 	int rootfd;		/* the export root, O_RDONLY directory */
 	dev_t rootdev;
 	uint64_t boot_gen;
 	uint8_t verifier[16];	/* write verifier (verifier.c), never 0 */
 	atomic_bool stopping;
+	bool activated;		/* listening sockets from systemd */
 	int fd_budget;		/* open handles' fds, all sessions (main.c) */
 	int handles_per_session;	/* the effective quota */
 	int grants_per_conn;	/* the effective quota (grants.c) */
@@ -236,7 +269,8 @@ uint64_t change_of(uint64_t id, const struct stat *st);
 /* ---- session*.c: sessions, reply cache, open handles ---- */
 struct session;
 struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen,
-			       const char *peer, int *err);
+			       const char *peer, const uint8_t *owner,
+			       int *err);
 void session_detach(struct session *s);
 void session_end(struct session *s);
 uint64_t session_id(const struct session *s);
@@ -307,6 +341,8 @@ enum conn_state { CONN_NEW, CONN_HELLO, CONN_AUTHED };
 struct conn {
 	int fd;
 	atomic_int refs;
+	struct policy *pol;		/* referenced: the rules it was
+					 * accepted under (policy.c) */
 	char peer[64];
 	struct outbox ob;		/* every write to fd (outbox.c) */
 
@@ -332,11 +368,12 @@ struct conn {
 	uint8_t addr[16];		/* client address, v4 as v4-mapped */
 	bool addr_counted;		/* in the per-address table */
 };
-int conn_start(int fd, const struct sockaddr *sa, socklen_t salen);
+int conn_start(int fd, const struct sockaddr *sa, socklen_t salen,
+	       struct policy *pol);
 void conn_get(struct conn *c);
 void conn_put(struct conn *c);
 bool conns_shutdown(void);
-int conn_init_struct(struct conn *c, int fd);
+int conn_init_struct(struct conn *c, int fd, struct policy *pol);
 int conn_defer(struct conn *c, const uint8_t *raw, uint32_t rawlen);
 
 /* ---- proto.c: the one place every length is validated ---- */
@@ -497,6 +534,7 @@ void notify_sync(void);
 void *notify_thread(void *arg);
 
 /* ---- listen.c: sockets and systemd ---- */
+bool listen_activated(void);
 int listen_fds(int *fds, int max);
 int listen_bind(int port, int *fds, int max);
 void notify_ready(const char *state);

@@ -62,13 +62,14 @@ static uint64_t next_id = 1;		/* under sess_mu */
 static uint8_t our_owner[OWNER_LEN];
 static pthread_once_t owner_once = PTHREAD_ONCE_INIT;
 
+/* Files are loaded at start, under the policy of the start (policy.c). */
 static void owner_init(void)
 {
-	static const char label[] = "pohmeld session owner v1";
+	struct policy *p = policy_get();
 
-	if (srv.keylen)
-		hmac_sha256(srv.key, srv.keylen, label, sizeof(label) - 1,
-			    our_owner);
+	if (p)
+		memcpy(our_owner, p->owner, OWNER_LEN);
+	policy_put(p);
 }
 
 const uint8_t *sess_owner_id(void)
@@ -207,7 +208,8 @@ static void release_dead(struct session *dead)
 }
 
 /* Must hold sess_mu. A new, listed session with the list's reference. */
-static struct session *session_new(const uint8_t uuid[16], uint64_t boot_gen)
+static struct session *session_new(const uint8_t uuid[16], uint64_t boot_gen,
+				   const uint8_t *owner)
 {
 	struct session *s = calloc(1, sizeof(*s));
 
@@ -215,7 +217,7 @@ static struct session *session_new(const uint8_t uuid[16], uint64_t boot_gen)
 		return NULL;
 	memcpy(s->uuid, uuid, 16);
 	s->boot_gen = boot_gen;
-	memcpy(s->owner, sess_owner_id(), OWNER_LEN);
+	memcpy(s->owner, owner, OWNER_LEN);
 	s->id = next_id++;
 	s->sfd = -1;
 	pthread_mutex_init(&s->sync_mu, NULL);
@@ -233,10 +235,11 @@ static struct session *session_new(const uint8_t uuid[16], uint64_t boot_gen)
 /*
  * peer: the client's address, for the log. NULL with *err = EAGAIN when
  * the table is full of sessions that may not end yet, ENOMEM without
- * memory.
+ * memory, EACCES for a session made under another owner (key).
  */
 struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen,
-			       const char *peer, int *err)
+			       const char *peer, const uint8_t *owner,
+			       int *err)
 {
 	static struct ratelimit rl = RATELIMIT_INIT;
 	struct session *s, *dead = NULL;
@@ -258,6 +261,21 @@ struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen,
 		s->next = dead;
 		dead = s;
 		s = NULL;
+	}
+	if (s && memcmp(s->owner, owner, OWNER_LEN)) {
+		/*
+		 * Made under a key that a reload (SIGHUP) has replaced:
+		 * its reply cache and handles are not handed to the new
+		 * key's holders, as a file of another key is not at load.
+		 */
+		unsigned long long id = s->id;
+
+		pthread_mutex_unlock(&sess_mu);
+		release_dead(dead);
+		log_warn("%s: session %llu was made under another key (replaced by a reload): refused",
+			 peer ? peer : "?", id);
+		*err = EACCES;
+		return NULL;
 	}
 	if (!s && nsessions >= srv.cfg.max_sessions) {
 		/*
@@ -281,7 +299,7 @@ struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen,
 		stats.sessions_refused++;
 		next_end = next_end ? next_end - now : -1;
 	} else if (!s) {
-		s = session_new(uuid, boot_gen);
+		s = session_new(uuid, boot_gen, owner);
 		if (s) {
 			/* a file left by an earlier session of that name
 			 * would mix in; start it empty */
@@ -452,7 +470,7 @@ struct session *sess_new_restored(const uint8_t uuid[16], uint64_t boot_gen,
 			 srv.cfg.max_sessions);
 		return NULL;
 	}
-	s = session_new(uuid, boot_gen);
+	s = session_new(uuid, boot_gen, sess_owner_id());
 	pthread_mutex_unlock(&sess_mu);
 	if (!s)
 		snprintf(why, wl, "out of memory");

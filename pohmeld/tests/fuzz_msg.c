@@ -33,6 +33,8 @@ static void cleanup(void)
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	static const uint8_t uuid[16] = { 1, 2, 3 };
+	struct policy *pol;
+	uint8_t key[32];
 	char p[128];
 	int sv[2], fd, err;
 
@@ -63,15 +65,18 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	verifier_init();
 	if (srv.rootfd < 0 || oid_init(srv.rootfd, srv.cfg.state_dir))
 		abort();
-	srv.keylen = 32;
-	memset(srv.key, 0x42, 32);
+	memset(key, 0x42, 32);
+	pol = policy_new(&srv.cfg.ex, key, 32);
+	if (!pol)
+		abort();
+	policy_install(pol);
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
 		abort();
 	close(sv[1]);		/* sends fail quietly (EPIPE) */
 	c = malloc(sizeof(*c));
-	conn_init_struct(c, sv[0]);
+	conn_init_struct(c, sv[0], pol);
 	snprintf(c->peer, sizeof(c->peer), "fuzz");
-	sess = session_attach(uuid, 1, c->peer, &err);
+	sess = session_attach(uuid, 1, c->peer, c->pol->owner, &err);
 	out = malloc(POHMEL_HDR_SIZE + POHMEL_MAX_MSG);
 	return 0;
 }

@@ -77,6 +77,18 @@ int main(void)
 	bad("state-dir relative\n", "1: 'state-dir' needs an absolute path");
 	bad("export / /a anonuid=x\n", "1: bad number in 'anonuid=x'");
 	bad("grant-lease 0\n", "1: bad grant-lease '0'");
+	bad("export / /a rw ro\n",
+	    "1: export options 'rw' and 'ro' contradict each other");
+	bad("export / /a ro root_squash rw\n",
+	    "1: export options 'ro' and 'rw' contradict each other");
+	bad("export / /a all_squash no_all_squash\n",
+	    "1: export options 'all_squash' and 'no_all_squash' contradict each other");
+	bad("export / /a no_trusted_xattrs trusted_xattrs\n",
+	    "1: export options 'no_trusted_xattrs' and 'trusted_xattrs' contradict each other");
+	bad("export / /a anonuid=1 anonuid=2\n", "1: 'anonuid=' given twice");
+	CHECK(load("export / /a ro ro root_squash root_squash\n", &cf, err,
+		   sizeof(err)) == 0 && cf.ex.ro,
+	      "an option repeated is no contradiction");
 	CHECK(load("export / /a\n", &cf, err, sizeof(err)) == 0 &&
 	      cf.grant_lease == 10 &&
 	      load("grant-lease 3\n", &cf, err, sizeof(err)) == 0 &&
