@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
- * ctimes.c - ctimes chosen by clients (POHMEL_CREATE_TIME).
+ * ctimes.c - times chosen by clients (POHMEL_CREATE_TIME, IO_TIMES).
  *
- * A client that creates an object locally (write-back) shows its own
- * clock's time as the object's ctime at once; the object is made on the
- * server later, and a ctime cannot be set. So pohmeld remembers, per
- * object id, the client's ctime and the ctime the disk had right after
- * pohmeld made the object, and reports the client's for as long as the
- * disk still has that one: the next change of the object (through
- * pohmeld or in the export) moves the disk's ctime, and from then on the
- * real one is reported, and the entry is dropped.
+ * A client that creates or writes an object locally (write-back) shows
+ * its own clock's times at once; the object is made or written on the
+ * server later, and a ctime cannot be set (nor an mtime, by a writer who
+ * is not the owner). So pohmeld remembers, per object id, the client's
+ * ctime (and mtime) and the times the disk had right after pohmeld's
+ * change, and reports the client's for as long as the disk still has
+ * those: the next change of the object (through pohmeld or in the
+ * export) moves the disk's ctime, and from then on the real ones are
+ * reported, and the entry is dropped. A client's time further than
+ * POHMEL_TIMES_WINDOW from the server's clock is not taken: a client
+ * cannot make a file look months old or new to the others.
  *
  * Memory: at most CT_MAX entries (32 bytes each and a pointer); when the
  * table is full it is emptied, and the objects in it show their disk
@@ -21,6 +24,7 @@
  */
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 #include "pohmeld.h"
 
 #define CT_BUCKETS	4096
@@ -29,7 +33,9 @@
 struct ct_ent {
 	struct ct_ent *next;
 	uint64_t id;
-	struct wtime client, disk;
+	bool has_m;			/* mtime reported too (IO_TIMES) */
+	struct wtime client_c, client_m;
+	struct timespec disk_c, disk_m;
 };
 
 static pthread_mutex_t ct_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -59,16 +65,32 @@ static void ct_clear_locked(void)
 	__atomic_store_n(&ct_count, 0, __ATOMIC_RELAXED);
 }
 
-static bool same_time(const struct wtime *a, const struct timespec *b)
+static bool same_ts(const struct timespec *a, const struct timespec *b)
 {
-	return a->sec == (int64_t)b->tv_sec && a->nsec == (uint32_t)b->tv_nsec;
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
 }
 
-void ctime_note(uint64_t id, const struct wtime *client,
-		const struct timespec *disk)
+/* A client's time not too far from ours (a wrong clock, or a lie). */
+static bool plausible(const struct wtime *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	return t->sec > now.tv_sec - POHMEL_TIMES_WINDOW &&
+	       t->sec < now.tv_sec + POHMEL_TIMES_WINDOW;
+}
+
+/*
+ * Object @id, as @st shows it now, is to be reported with the client's
+ * ctime @c (and mtime @mt, unless NULL) until its disk times move.
+ */
+void ctime_note(uint64_t id, const struct wtime *c, const struct wtime *mt,
+		const struct stat *st)
 {
 	struct ct_ent **pp, *e;
 
+	if (!plausible(c) || (mt && !plausible(mt)))
+		return;		/* the disk's times are reported */
 	pthread_mutex_lock(&ct_mu);
 	pp = ct_slot(id);
 	e = *pp;
@@ -77,20 +99,29 @@ void ctime_note(uint64_t id, const struct wtime *client,
 			ct_clear_locked();
 		e = calloc(1, sizeof(*e));
 		if (!e)
-			goto out;	/* the disk's ctime is shown: still true */
+			goto out;	/* the disk's times: still true */
 		e->id = id;
 		pp = ct_slot(id);
 		*pp = e;
 		__atomic_store_n(&ct_count, ct_count + 1, __ATOMIC_RELAXED);
 	}
-	e->client = *client;
-	e->disk.sec = disk->tv_sec;
-	e->disk.nsec = (uint32_t)disk->tv_nsec;
+	e->client_c = *c;
+	e->disk_c = st->st_ctim;
+	e->has_m = mt != NULL;
+	if (mt) {
+		e->client_m = *mt;
+		e->disk_m = st->st_mtim;
+	}
 out:
 	pthread_mutex_unlock(&ct_mu);
 }
 
-void ctime_report(uint64_t id, const struct timespec *disk, struct wtime *out)
+/*
+ * The times to report for object @id whose disk times @st has: *ct (and
+ * *mt, if not NULL) are replaced by a client's while they hold.
+ */
+void ctime_report(uint64_t id, const struct stat *st, struct wtime *ct,
+		  struct wtime *mt)
 {
 	struct ct_ent **pp, *e;
 
@@ -100,10 +131,13 @@ void ctime_report(uint64_t id, const struct timespec *disk, struct wtime *out)
 	pp = ct_slot(id);
 	e = *pp;
 	if (e) {
-		if (same_time(&e->disk, disk)) {
-			*out = e->client;
+		if (same_ts(&e->disk_c, &st->st_ctim) &&
+		    (!e->has_m || same_ts(&e->disk_m, &st->st_mtim))) {
+			*ct = e->client_c;
+			if (e->has_m && mt)
+				*mt = e->client_m;
 		} else {
-			/* changed since: the real ctime from now on */
+			/* changed since: the real times from now on */
 			*pp = e->next;
 			free(e);
 			__atomic_store_n(&ct_count, ct_count - 1,

@@ -575,7 +575,7 @@ static bool watch(struct gobj *o, int fd, const struct wattr *a)
 	/* as a reply reports it (a creating client's: ctimes.c) */
 	ct.sec = st.st_ctim.tv_sec;
 	ct.nsec = (uint32_t)st.st_ctim.tv_nsec;
-	ctime_report(o->oid.id, &st.st_ctim, &ct);
+	ctime_report(o->oid.id, &st, &ct, NULL);
 	if (ct.sec != a->ctime.sec || ct.nsec != a->ctime.nsec)
 		goto unwatch;
 	return true;

@@ -142,7 +142,7 @@ int attr_of_fd(int fd, const struct stat *st0, const struct woid *known,
 	a->mtime.nsec = (uint32_t)st0->st_mtim.tv_nsec;
 	a->ctime.sec = st0->st_ctim.tv_sec;
 	a->ctime.nsec = (uint32_t)st0->st_ctim.tv_nsec;
-	ctime_report(a->oid.id, &st0->st_ctim, &a->ctime);
+	ctime_report(a->oid.id, st0, &a->ctime, &a->mtime);
 	a->mode = st0->st_mode;
 	a->nlink = (uint32_t)st0->st_nlink;
 	a->uid = st0->st_uid;

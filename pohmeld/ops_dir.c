@@ -188,7 +188,7 @@ static void client_times(int dirfd, const char *name, uint64_t id,
 			 (unsigned long long)id, strerror(errno));
 		return;
 	}
-	ctime_note(id, t, &st.st_ctim);
+	ctime_note(id, t, NULL, &st);
 }
 
 int op_create(struct req *r)

@@ -240,6 +240,12 @@ int op_write(struct req *r)
 		if (err)
 			goto out;
 	}
+	if (m->flags & POHMEL_IO_TIMES) {
+		struct stat st;
+
+		if (!fstat(fd, &st))
+			ctime_note(m->oid.id, &m->ctime, &m->mtime, &st);
+	}
 	err = attr_put_known(r, fd, &m->oid);
 	if (err)
 		goto out;

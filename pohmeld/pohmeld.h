@@ -257,9 +257,10 @@ void change_init(uint64_t boot_gen);
 void change_fini(void);
 
 /* ---- ctimes.c ---- */
-void ctime_note(uint64_t id, const struct wtime *client,
-		const struct timespec *disk);
-void ctime_report(uint64_t id, const struct timespec *disk, struct wtime *out);
+void ctime_note(uint64_t id, const struct wtime *c, const struct wtime *mt,
+		const struct stat *st);
+void ctime_report(uint64_t id, const struct stat *st, struct wtime *ct,
+		  struct wtime *mt);
 void ctime_fini(void);
 uint64_t change_bump(uint64_t id, uint64_t *prev);
 uint64_t change_now(void);

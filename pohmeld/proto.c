@@ -228,17 +228,28 @@ static int parse_body(struct msg *m)
 		if (m->blen < POHMEL_IO_SIZE)
 			return PROTO_DROP;
 		m->count = get32(b + 32);
+		m->flags = get32(b + 36);
 		if (m->hdr.op == POHMEL_OP_WRITE) {
-			NEED(POHMEL_IO_SIZE + (uint64_t)m->count);
-			m->data = b + POHMEL_IO_SIZE;
+			uint32_t tl = m->flags & POHMEL_IO_TIMES ? 32 : 0;
+
+			NEED(POHMEL_IO_SIZE + tl + (uint64_t)m->count);
+			if (tl) {
+				wtime_get(b + POHMEL_IO_SIZE, &m->mtime);
+				wtime_get(b + POHMEL_IO_SIZE + 16, &m->ctime);
+				if (m->mtime.nsec >= 1000000000U ||
+				    m->ctime.nsec >= 1000000000U)
+					return EINVAL;
+			}
+			m->data = b + POHMEL_IO_SIZE + tl;
 			m->dlen = m->count;
 		} else {
+			if (m->flags & POHMEL_IO_TIMES)
+				return EINVAL;
 			NEED(POHMEL_IO_SIZE);
 		}
 		woid_get(b, &m->oid);
 		m->handle = get64(b + 16);
 		m->offset = get64(b + 24);
-		m->flags = get32(b + 36);
 		if (m->flags & ~POHMEL_IO_ALL)
 			return EOPNOTSUPP;
 		if (m->count > POHMEL_MAX_DATA)

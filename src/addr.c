@@ -172,8 +172,25 @@ ssize_t pohmel_write_folios(struct inode *inode, struct folio **folios,
 	iov_iter_bvec(&it, ITER_SOURCE, bv, nr, len);
 	if (h)
 		old = override_creds(h->cred);
-	n = pohmel_rpc_write(pohmel_conn(inode), &POHMEL_I(inode)->oid,
-			     h ? h->handle : 0, pos, len, flags, &it, &fa);
+	/*
+	 * Written locally under writeback's EXCL, sent later: the server
+	 * reports the times the client showed, not the WRITE's own.
+	 */
+	if (pohmel_wb_keeps_dirty(inode) &&
+	    (READ_ONCE(pohmel_conn(inode)->sess.features) &
+	     POHMEL_FEAT_IDRANGE)) {
+		struct timespec64 mt = inode_get_mtime(inode);
+		struct timespec64 ct = inode_get_ctime(inode);
+
+		n = pohmel_rpc_write_times(pohmel_conn(inode),
+					   &POHMEL_I(inode)->oid,
+					   h ? h->handle : 0, pos, len, flags,
+					   &mt, &ct, &it, &fa);
+	} else {
+		n = pohmel_rpc_write(pohmel_conn(inode), &POHMEL_I(inode)->oid,
+				     h ? h->handle : 0, pos, len, flags, &it,
+				     &fa);
+	}
 	if (h)
 		revert_creds(old);
 	kfree(bv);

@@ -595,7 +595,17 @@ struct pohmel_handle_req {
  * handle is 0 or an OPEN handle (required once the file is unlinked).
  */
 #define POHMEL_IO_STABLE	0x1	/* WRITE: on stable storage before reply */
-#define POHMEL_IO_ALL		POHMEL_IO_STABLE
+/*
+ * WRITE (FEAT_IDRANGE, 1.2): two struct pohmel_time, mtime then ctime,
+ * follow struct pohmel_io, before the data: the times the client showed
+ * for the file after this write (write-back: written locally, sent
+ * later). pohmeld reports them for the file until it changes again, as
+ * for POHMEL_CREATE_TIME; times further than POHMEL_TIMES_WINDOW seconds
+ * from the server's clock are ignored.
+ */
+#define POHMEL_IO_TIMES		0x2
+#define POHMEL_IO_ALL		(POHMEL_IO_STABLE | POHMEL_IO_TIMES)
+#define POHMEL_TIMES_WINDOW	600
 struct pohmel_io {
 	struct pohmel_oid oid;
 	__be64 handle;

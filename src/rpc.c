@@ -610,15 +610,38 @@ ssize_t pohmel_rpc_write(struct pohmel_conn *c, const struct pohmel_foid *oid,
 			 u64 handle, u64 off, u32 count, u32 flags,
 			 struct iov_iter *from, struct pohmel_fattr *fa)
 {
+	return pohmel_rpc_write_times(c, oid, handle, off, count, flags, NULL,
+				      NULL, from, fa);
+}
+
+/* WRITE; with @mt and @ct (POHMEL_IO_TIMES), the times the client showed. */
+ssize_t pohmel_rpc_write_times(struct pohmel_conn *c,
+			       const struct pohmel_foid *oid, u64 handle,
+			       u64 off, u32 count, u32 flags,
+			       const struct timespec64 *mt,
+			       const struct timespec64 *ct,
+			       struct iov_iter *from, struct pohmel_fattr *fa)
+{
 	const struct pohmel_io_reply *r;
 	struct pohmel_req *req;
 	void *data;
 	ssize_t n;
 	int err;
 
-	req = io_req(c, POHMEL_OP_WRITE, oid, handle, off, count, flags, count);
+	if (mt && ct)
+		flags |= POHMEL_IO_TIMES;
+	req = io_req(c, POHMEL_OP_WRITE, oid, handle, off, count, flags,
+		     count + 2 * sizeof(struct pohmel_time));
 	if (!req)
 		return -ENOMEM;
+	if (mt && ct) {
+		struct pohmel_time *w = pohmel_req_append(req, 2 * sizeof(*w));
+
+		if (w) {
+			put_time(&w[0], mt);
+			put_time(&w[1], ct);
+		}
+	}
 	data = pohmel_req_append(req, count);
 	if (data && copy_from_iter(data, count, from) != count) {
 		pohmel_req_put(req);

@@ -133,6 +133,12 @@ ssize_t pohmel_rpc_read(struct pohmel_conn *c, const struct pohmel_foid *oid,
 ssize_t pohmel_rpc_write(struct pohmel_conn *c, const struct pohmel_foid *oid,
 			 u64 handle, u64 off, u32 count, u32 flags,
 			 struct iov_iter *from, struct pohmel_fattr *fa);
+ssize_t pohmel_rpc_write_times(struct pohmel_conn *c,
+			       const struct pohmel_foid *oid, u64 handle,
+			       u64 off, u32 count, u32 flags,
+			       const struct timespec64 *mt,
+			       const struct timespec64 *ct,
+			       struct iov_iter *from, struct pohmel_fattr *fa);
 int pohmel_rpc_fsync(struct pohmel_conn *c, const struct pohmel_foid *oid,
 		     u64 handle, u32 flags, struct pohmel_fattr *fa);
 int pohmel_rpc_statfs(struct pohmel_conn *c, const struct pohmel_foid *oid,

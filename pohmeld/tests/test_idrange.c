@@ -484,13 +484,49 @@ static int create_timed(struct pc *c, uint64_t seq, const char *name,
 }
 
 /*
+ * POHMEL_IO_TIMES: the times a writer showed after a write it sent later
+ * are the file's for everyone until it changes again.
+ */
+static void t_write_times(struct pc *c, struct pc *d, const struct woid *o)
+{
+	struct wtime mt = { .sec = time(NULL) - 20, .nsec = 250000000 };
+	struct wtime ct = { .sec = time(NULL) - 19, .nsec = 750000000 };
+	uint8_t b[POHMEL_IO_SIZE + 32 + 4], rep[POHMEL_IO_REPLY_SIZE];
+	uint32_t rl = 0;
+	struct wattr a, l;
+
+	pc_enc_io(b, o, 0, 0, 4, POHMEL_IO_TIMES, NULL);
+	wtime_put(b + POHMEL_IO_SIZE, &mt);
+	wtime_put(b + POHMEL_IO_SIZE + 16, &ct);
+	memcpy(b + POHMEL_IO_SIZE + 32, "data", 4);
+	CHECK(pc_call_seq(c, POHMEL_OP_WRITE, 20, b, sizeof(b), rep,
+			  sizeof(rep), &rl) == 0 && rl == POHMEL_IO_REPLY_SIZE,
+	      "io times: a WRITE with the writer's mtime and ctime");
+	wattr_get(rep, &a);
+	CHECK(a.mtime.sec == mt.sec && a.mtime.nsec == mt.nsec &&
+	      a.ctime.sec == ct.sec && a.ctime.nsec == ct.nsec && a.size == 4,
+	      "io times: its reply has them");
+	CHECK(pc_getattr(d, o, &l) == 0 && l.mtime.sec == mt.sec &&
+	      l.mtime.nsec == mt.nsec && l.ctime.nsec == ct.nsec,
+	      "io times: so does another client's GETATTR");
+	CHECK(pc_write(d, o, 0, 4, "more", 4, 0, NULL) == 0 &&
+	      pc_getattr(d, o, &l) == 0 &&
+	      l.mtime.sec != mt.sec && l.ctime.sec != ct.sec,
+	      "io times: the next plain WRITE: the real times");
+	b[POHMEL_IO_SIZE + 8] = 0x7f;	/* nsec far out of range */
+	CHECK(pc_call_seq(c, POHMEL_OP_WRITE, 21, b, sizeof(b), rep,
+			  sizeof(rep), &rl) == EINVAL,
+	      "io times: a time with nsec >= 10^9: EINVAL");
+}
+
+/*
  * POHMEL_CREATE_TIME: the times the creating client showed are the
  * object's, for everyone, ctime included, until the object changes.
  */
 static void t_times(void)
 {
-	const struct wtime t = { .sec = 1234567890, .nsec = 500000000 };
-	struct wtime bad = t;
+	struct wtime t = { .sec = time(NULL) - 30, .nsec = 500000000 };
+	struct wtime bad = t, old = { .sec = time(NULL) - 365 * 86400 };
 	struct wattr a, l, s;
 	struct range r;
 	struct stat st;
@@ -520,11 +556,15 @@ static void t_times(void)
 	      l.ctime.sec == t.sec && l.ctime.nsec == t.nsec &&
 	      l.mtime.sec == t.sec,
 	      "times: another client sees the same ctime and mtime");
+	CHECK(create_timed(&c, 4, "t2", r.start + 1, &old, &s) == 0 &&
+	      s.mtime.sec == old.sec && s.ctime.sec != old.sec,
+	      "times: a year-old time: the mtime is the owner's to set, the ctime stays the server's");
 	CHECK(pc_setattr(&d, &l.oid, POHMEL_SET_MODE, 0600, 0, 0, 0, NULL,
 			 NULL, &s) == 0 && s.ctime.sec != t.sec &&
 	      pc_getattr(&c, &a.oid, &l) == 0 && l.ctime.sec == s.ctime.sec &&
 	      l.ctime.nsec == s.ctime.nsec,
 	      "times: once it changes (chmod), its real ctime for everyone");
+	t_write_times(&c, &d, &l.oid);
 	cl_close(&c);
 	cl_close(&d);
 }
