@@ -38,7 +38,6 @@
 #include "hostile.h"
 
 /* ---- scenarios ----------------------------------------------------------- */
-/* (W_HELLO and after: about connecting) */
 enum when { W_ANY, W_ATTR, W_DIRENT, W_READ, W_SEQ, W_BATCH, W_HELLO, W_AUTH, W_CONN, W_ENTRY };
 struct scenario {
 	const char *name;
