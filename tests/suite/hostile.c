@@ -12,7 +12,7 @@
  * tell a scenario that never triggered from one the client survived.
  * One client connection at a time (a kernel mount has one).
  *
- *   hostile round DIR N SRC SRC2 NAME [big] [parallel] [short]
+ *   hostile round DIR N SRC SRC2 NAME [big] [parallel] [short] [seqwin] [batch]
  *
  * The operations the test runs on the hostile mount (hostile_round.c), in
  * one process (an exec costs a lot under TCG): stat, list, read (O_DIRECT
@@ -35,60 +35,10 @@
 #include <time.h>
 #include <unistd.h>
 
-/* ---- the wire format, as in src/pohmel_proto.h (big-endian) ---------- */
-#define HDR 32
-#define MAX_MSG ((1u << 20) + 4096)
-#define ATTR 120
-#define OP_HELLO 1
-#define OP_AUTH 2
-#define OP_PING 3
-#define OP_LOOKUP 4
-#define OP_GETATTR 5
-#define OP_SETATTR 6
-#define OP_READDIR 7
-#define OP_CREATE 8
-#define OP_MKDIR 9
-#define OP_UNLINK 14
-#define OP_RMDIR 15
-#define OP_OPEN 17
-#define OP_READ 19
-#define OP_WRITE 20
-#define OP_FSYNC 21
-#define OP_RECALL 29
-#define OP_RECALL_ACK 30
-#define HF_REPLY 1
-#define HF_SERVER 2
-/* offsets in a header */
-#define H_LEN 0
-#define H_OP 4
-#define H_FLAGS 6
-#define H_TAG 8
-#define H_STATUS 12
-#define H_SEQ 16
-/* offsets in an attr */
-#define A_ID 0
-#define A_GEN 8
-#define A_ATIME_NSEC 48
-#define A_MODE 88
-#define A_NLINK 92
-/* the recall ids this tool makes up: the client's acks to them stay here */
-#define FAKE_RECALL_ID 0x8000000000000000ull
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
-static uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) << 32 | get32(p + 4); }
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = v >> 24; p[1] = v >> 16; p[2] = v >> 8; p[3] = v;
-}
-static void put16(uint8_t *p, uint16_t v) { p[0] = v >> 8; p[1] = v; }
-static void put64(uint8_t *p, uint64_t v) { put32(p, v >> 32); put32(p + 4, (uint32_t)v); }
+#include "hostile.h"
 
 /* ---- scenarios ----------------------------------------------------------- */
-enum when { W_ANY, W_ATTR, W_DIRENT, W_READ, W_SEQ, W_HELLO, W_AUTH, W_CONN, W_ENTRY };
+enum when { W_ANY, W_ATTR, W_DIRENT, W_READ, W_SEQ, W_BATCH, W_HELLO, W_AUTH, W_CONN, W_ENTRY };
 struct scenario {
 	const char *name;
 	enum when when;		/* which reply it applies to */
@@ -143,6 +93,15 @@ static const struct scenario scenarios[] = {
 	{ "auth-attr", W_AUTH, 2, "AUTH reply with a malformed root attr" },
 	{ "auth-close", W_AUTH, 2, "close instead of the AUTH reply" },
 	{ "reconnect-close", W_CONN, 3, "close the connection at once" },
+	/* hostile_batch.c: a BATCH reply (the write-back log's creates) */
+	{ "batch-missing", W_BATCH, 1, "BATCH reply cut after its first inner reply" },
+	{ "batch-extra", W_BATCH, 1, "BATCH reply with one inner reply more than requests" },
+	{ "batch-tag", W_BATCH, 1, "BATCH reply whose last inner reply has another tag" },
+	{ "batch-op", W_BATCH, 1, "BATCH reply whose last inner reply has another op (CREATE/MKDIR)" },
+	{ "batch-seq", W_BATCH, 1, "BATCH reply whose last inner reply has the seq of the one before" },
+	{ "batch-err-body", W_BATCH, 1, "BATCH reply whose last inner reply has an error status and a body" },
+	{ "batch-body-short", W_BATCH, 1, "BATCH reply whose last inner reply has one attr of two" },
+	{ "batch-enosys", W_BATCH, 0, "every BATCH refused whole (ENOSYS, no body), not passed on" },
 	{ "seq-window", W_SEQ, 1, "the reply to one sequenced request held back for up to "
 	  "8 s; logs the highest seq the client sent meanwhile" },
 };
@@ -174,7 +133,7 @@ static void on_usr1(int sig)
 	armed = 1;
 }
 
-static void say(const char *fmt, ...)
+void say(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -367,6 +326,8 @@ static int applies(const struct conn *c, const uint8_t *m, uint16_t op, uint32_t
 		return rop == OP_READ && len >= 128 && !get32(m + H_STATUS);
 	case W_SEQ:
 		return 0;	/* from_client() and from_server() do it */
+	case W_BATCH:	/* (batch-enosys: from_client() does it) */
+		return strcmp(sc->name, "batch-enosys") && batch_spoilable(m, len);
 	case W_ENTRY:
 		return rop == (strcmp(sc->name, "entry-alias") ? OP_MKDIR : OP_CREATE) &&
 		       len >= 2 * ATTR && !get32(m + H_STATUS) && dir_id;
@@ -382,6 +343,17 @@ static void hostile_reply(struct conn *c, uint8_t *m, uint32_t len, uint16_t op)
 	size_t i;
 
 	fired++;
+	if (sc->when == W_BATCH) {
+		uint8_t *s = malloc(2 * (HDR + (size_t)len));
+
+		if (!s) {
+			say("out of memory");
+			exit(1);
+		}
+		to_client(c, s, batch_spoil(n, m, len, s));
+		free(s);
+		return;
+	}
 	say("fired %s on op %u tag %u len %u", n, op, get32(m + H_TAG), len);
 	if (!strcmp(n, "garbage") || !strcmp(n, "hello-garbage")) {
 		uint8_t g[64];
@@ -596,6 +568,17 @@ static void from_client(struct conn *c, uint8_t *m, uint32_t len)
 		}
 		if (c->win_seq && c->win_max >= c->win_seq + SEQ_WINDOW + 64)
 			win_release(c, "the client went past the window");
+	}
+	if (sc->when == W_BATCH && fired)
+		batch_watch(m, len);
+	if (!strcmp(sc->name, "batch-enosys") && armed && op == OP_BATCH &&
+	    !(get16(m + H_FLAGS) & HF_REPLY)) {
+		uint8_t r[HDR];
+
+		fired++;
+		batch_refuse(m, r);
+		to_client(c, r, HDR);
+		return;
 	}
 	/* acks to the recalls we made up: pohmeld never sent those */
 	if (op == OP_RECALL_ACK && len == 32 && (get64(m + HDR + 24) & FAKE_RECALL_ID))

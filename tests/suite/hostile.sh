@@ -43,6 +43,12 @@ rel=${w1#"$POHMEL_MNT1"/}	# the work dir relative to the export root
 #        rehello = the attack is on the handshake of a reconnect
 #        window  = a reply held back while more sequenced calls go out:
 #                  they must stay within the server's reply-cache window
+# batch-*: the hostile mount is a writeback one; round 1 makes 21 names
+# locally and fsyncs their directory, which sends them in a BATCH, whose
+# reply the proxy spoils (detect: the client must refuse it whole, send
+# the same BATCH again on a new connection, pohmeld's reply cache answers
+# it) or refuses whole with ENOSYS (errno: the client sends the entries
+# one at a time). Then each name is on the server once, as made.
 scenarios="
 garbage detect
 len-huge detect
@@ -95,6 +101,14 @@ hello-close rehello
 auth-close rehello
 reconnect-close rehello
 seq-window window
+batch-missing detect
+batch-extra detect
+batch-tag detect
+batch-op detect
+batch-seq detect
+batch-err-body detect
+batch-body-short detect
+batch-enosys errno
 "
 only=${POHMEL_HOSTILE:-}
 jobs=${POHMEL_HOSTILE_JOBS:-2}
@@ -142,6 +156,7 @@ round() {	# N
 	# a silent server: every call costs timeo; the first ones show it
 	[ "$n" = 1 ] && [ "$class" = stall ] && extra+=(short)
 	[ "$n" = 1 ] && [ "$class" = window ] && extra+=(seqwin)
+	case $n/$sc in 1/batch-*) extra+=(batch) ;; esac
 	timeout -k 5 200 "$bin/hostile" round "$mnt/$rel" "$n" "$GS/src" "$GS/src2" "$sc" "${extra[@]}"
 	rc=$?
 	[ "$rc" = 0 ] || echo "round-exit $rc"
@@ -154,6 +169,55 @@ round_ok() {	# OUT N
 # the round ran to its end: no operation hung
 round_returned() {
 	! grep -q '^round-exit' <<<"$1"
+}
+
+# the mount's write-back counters (mountstats), for the log
+wb_stats() {
+	awk -v m="$mnt" '$1 == "device" { on = ($5 == m) } on && $1 ~ /^wb_(local|batches|flushed|errors):$/ { printf "%s%s ", $1, $2 }' /proc/self/mountstats
+}
+
+# batch-*: after round 1 ($r1), what the log's BATCH did
+batch_checks() {
+	local want got
+	if grep -qx 'batch-mkdir 0' <<<"$r1" && grep -qx 'batch-create 0' <<<"$r1" &&
+		grep -qx 'batch-fsync 0' <<<"$r1"; then
+		pass "$name: the creates and the directory's fsync succeed"
+	else
+		fail "$name: the creates and the directory's fsync succeed"
+		diag "$(grep '^batch-' <<<"$r1")"
+	fi
+	# "PATH TYPE INO" as the hostile mount saw them, and on the server
+	want=$(sed -n 's/^# made //p' <<<"$r1" | sort)
+	got=$(cd "$w2" && timeout -k 5 60 find "b.$sc" -printf '%p %y %i\n' | sort)
+	if [ "$(grep -c . <<<"$want")" = 21 ] && [ "$want" = "$got" ]; then
+		pass "$name: each of the 21 names made is on the server once, with its type and inode number"
+	else
+		fail "$name: each of the 21 names made is on the server once, with its type and inode number"
+		diag "made on the hostile mount, not so on the server (mount 2): $(comm -23 <(echo "$want") <(echo "$got") | tr '\n' ',')" \
+			"on the server, not so on the hostile mount: $(comm -13 <(echo "$want") <(echo "$got") | tr '\n' ',')"
+	fi
+	# a create the server did apply, reported failed, is a false error
+	local wberr
+	wberr=$(wb_stats | sed -n 's/.*wb_errors:\([0-9]*\).*/\1/p')
+	if [ "$wberr" = 0 ]; then
+		pass "$name: no create counted as refused by the server (mountstats wb_errors 0)"
+	else
+		fail "$name: no create counted as refused by the server (mountstats wb_errors ${wberr:-missing})"
+		diag "$(dmesg | grep -F 'failed on the server' | tail -n 2)"
+	fi
+	if [ "$class" = detect ]; then
+		if grep -q '^batch replayed' "$hlog"; then
+			pass "$name: the same BATCH (same seqs) is sent again on the new connection"
+		else
+			fail "$name: the same BATCH (same seqs) is sent again on the new connection"
+		fi
+	elif grep -q '^single' "$hlog"; then
+		pass "$name: the refused entries go one at a time"
+	else
+		fail "$name: the refused entries go one at a time"
+	fi
+	diag "proxy: $(grep -E '^(batch|single)' "$hlog" | head -n 4 | tr '\n' ';') ($(grep -c '^single' "$hlog") lone CREATE/MKDIR)" \
+		"mountstats: $(wb_stats)"
 }
 
 mount_h() {	# PORT OPTS
@@ -200,6 +264,7 @@ scenario() {
 	[ "$class" = rehello ] && opts=soft,timeo=20
 	# the lie must reach its call: a loaded host must not time it out first
 	case $sc in entry-alias*) opts=soft,timeo=20 ;; esac
+	case $sc in batch-*) opts=soft,timeo=20,writeback=on,wb_delay=1 ;; esac
 	# window: the held call must not time out (and so free the window)
 	if [ "$sc" = stall-hard ] || [ "$class" = window ]; then opts=hard; fi
 
@@ -271,7 +336,8 @@ scenario() {
 			diag "$r1"
 		fi ;;
 	esac
-	[ -z "$r1" ] || diag "during the attack: $(echo $r1)"
+	# (batch-*: what it made is listed when it is not on the server)
+	[ -z "$r1" ] || diag "during the attack: $(grep -v '^# made b\.' <<<"$r1" | tr '\n' ' ')"
 	case $sc in entry-alias*)
 		diag "$(grep 'named as directory' "$hlog")" "$(grep '^# made' <<<"$r1")"
 		# the object made under the lie is not a directory we had
@@ -282,6 +348,7 @@ scenario() {
 			diag "$(grep -E '^(alias|relist)' <<<"$r1")"
 		fi ;;
 	esac
+	case $sc in batch-*) batch_checks ;; esac
 	if [ "$class" = window ]; then
 		# "(D past it, window 1024)": how far past the held seq it went
 		local past

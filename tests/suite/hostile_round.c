@@ -1,7 +1,7 @@
 /* hostile round: the operations hostile.sh runs on the hostile mount, in
  * one process (an exec costs a lot under TCG); see hostile.c's usage.
  *
- *   hostile round DIR N SRC SRC2 NAME [big] [parallel] [short]
+ *   hostile round DIR N SRC SRC2 NAME [big] [parallel] [short] [seqwin] [batch]
  */
 #include <dirent.h>
 #include <errno.h>
@@ -108,6 +108,57 @@ static int known_dir(const char *dir, const struct stat *obj)
 	return 0;
 }
 
+/*
+ * batch: on a writeback mount, a fresh directory DIR/b.NAME and 20 names
+ * in it (every 4th a directory) are made locally, on the write-back log;
+ * the directory's fsync sends the log, in a BATCH. Reports batch-mkdir,
+ * batch-create (the first error), batch-fsync, then "# made PATH TYPE
+ * INO" for each (PATH under DIR, TYPE f or d) as this mount sees it.
+ */
+#define BATCH_NAMES 20
+static void batch_round(const char *dir, const char *name)
+{
+	char p[2048], q[4096];
+	struct stat st;
+	int i, err = 0, e, fd;
+
+	alarm(60);
+	snprintf(p, sizeof(p), "%s/b.%s", dir, name);
+	report("batch-mkdir", mkdir(p, 0755) ? errno : 0);
+	for (i = 0; i < BATCH_NAMES; i++) {
+		snprintf(q, sizeof(q), "%s/e%02d", p, i);
+		if (i % 4 == 3) {
+			e = mkdir(q, 0755) ? errno : 0;
+		} else {
+			fd = open(q, O_WRONLY | O_CREAT | O_EXCL, 0644);
+			e = fd < 0 ? errno : close(fd) ? errno : 0;
+		}
+		if (!err)
+			err = e;
+	}
+	report("batch-create", err);
+	fd = open(p, O_RDONLY | O_DIRECTORY);
+	report("batch-fsync", fd < 0 ? errno : fsync(fd) ? errno : 0);
+	if (fd >= 0)
+		close(fd);
+	for (i = -1; i < BATCH_NAMES; i++) {
+		char r[512];
+
+		if (i < 0)
+			snprintf(r, sizeof(r), "b.%s", name);
+		else
+			snprintf(r, sizeof(r), "b.%s/e%02d", name, i);
+		snprintf(q, sizeof(q), "%s/%s", dir, r);
+		if (!lstat(q, &st))
+			printf("# made %s %c %llu\n", r, S_ISDIR(st.st_mode) ? 'd' :
+			       S_ISREG(st.st_mode) ? 'f' : '?', (unsigned long long)st.st_ino);
+		else
+			printf("# made %s lstat error %d\n", r, errno);
+	}
+	fflush(stdout);
+	alarm(0);
+}
+
 /* names f1..f5 listed in @dir */
 static int count_small(const char *dir)
 {
@@ -128,7 +179,7 @@ int do_round(int argc, char **argv)
 	char p[2048], q[4096];
 	uint8_t *src, *src2;
 	size_t slen, s2len;
-	int n, err, same, i, big = 0, par = 0, seqwin = 0;
+	int n, err, same, i, big = 0, par = 0, seqwin = 0, batch = 0;
 	struct stat st;
 
 	if (argc < 7)
@@ -142,8 +193,15 @@ int do_round(int argc, char **argv)
 		big |= !strcmp(argv[i], "big");
 		par |= !strcmp(argv[i], "parallel");
 		seqwin |= !strcmp(argv[i], "seqwin");
+		batch |= !strcmp(argv[i], "batch");
 	}
 	signal(SIGALRM, SIG_DFL);
+
+	if (batch) {
+		/* the attack is on the log's BATCH: the rest is round 2's */
+		batch_round(dir, name);
+		return 0;
+	}
 
 	if (seqwin) {
 		/* one sequenced call, whose reply the proxy holds, and 1,100
