@@ -69,6 +69,7 @@ struct pohmel_vfs_stats {
 	atomic64_t commit_resends;	/* pages sent again: verifier changed */
 	atomic64_t wb_local;		/* objects created locally (wb.c) */
 	atomic64_t wb_batches;		/* BATCHes of the log sent */
+	atomic64_t wb_settled;		/* found applied after a lost reply */
 	atomic64_t wb_attr_local;	/* setattrs done locally (wb_attr.c) */
 	atomic64_t open_deferred;	/* a new file's OPEN left for first use */
 	atomic64_t wb_flushed;		/* ... and their creates sent */

@@ -78,6 +78,7 @@ int pohmel_show_stats(struct seq_file *m, struct dentry *root)
 	S("open_deferred", &vs->open_deferred);
 	S("wb_attr_local", &vs->wb_attr_local);
 	S("wb_batches", &vs->wb_batches);
+	S("wb_settled", &vs->wb_settled);
 	S("wb_flushed", &vs->wb_flushed);
 	S("wb_errors", &vs->wb_errors);
 	seq_puts(m, "\tops:");

@@ -304,7 +304,11 @@ static void flush_done(struct pohmel_sb_info *sbi, struct pohmel_wb_ent *ent,
 	if (!err) {
 		pohmel_wb_new_dir_size(sbi, ent->op, obj);
 		pohmel_write_through_done(ent->dir, gen);
-		pohmel_refresh_inode(ent->dir, pdir, POHMEL_REFRESH_OWN);
+		if (pdir)
+			pohmel_refresh_inode(ent->dir, pdir,
+					     POHMEL_REFRESH_OWN);
+		else
+			pohmel_invalidate_attrs(ent->dir);
 		pohmel_refresh_inode(ent->inode, obj, POHMEL_REFRESH_OWN);
 		write_unkept(ent->inode, obj);
 		atomic64_inc(&sbi->stats.wb_flushed);
@@ -352,6 +356,33 @@ static int flush_one(struct pohmel_sb_info *sbi, struct pohmel_wb_ent *ent)
 	if (pohmel_err_transient(err))
 		return err;
 	flush_done(sbi, ent, err, gen, &obj, &pdir);
+	return 0;
+}
+
+/*
+ * @ent's create was sent, but its outcome is unknown (the reply was
+ * malformed and the connection dropped: -EIO; a soft timeout): ask the
+ * server. Its delegated id under its name means it was applied (sent
+ * again it would be refused: the id is used); else it is sent now.
+ * 0, or a transient error (it stays on the log).
+ */
+static int settle_one(struct pohmel_sb_info *sbi, struct pohmel_wb_ent *ent)
+{
+	u32 gen = pohmel_verf_gen(ent->dir);
+	struct pohmel_fattr obj;
+	const struct cred *old;
+	int err;
+
+	old = override_creds(ent->cred);
+	err = pohmel_rpc_lookup(&sbi->conn, &POHMEL_I(ent->dir)->oid,
+				ent->data, ent->namelen, &obj);
+	revert_creds(old);
+	if (pohmel_err_transient(err))
+		return err;
+	if (err || obj.oid.id != ent->id)
+		return flush_one(sbi, ent);
+	atomic64_inc(&sbi->stats.wb_settled);
+	flush_done(sbi, ent, 0, gen, &obj, NULL);
 	return 0;
 }
 
@@ -472,11 +503,20 @@ int pohmel_wb_flush(struct pohmel_sb_info *sbi)
 	mutex_lock(&wb->flush_mu);
 	while ((n = take_first(sbi, ents, max))) {
 		if (n > 1 && batch) {
-			n = flush_batch(sbi, ents, n, &err);
-			/* refused whole (not by entry): one at a time */
+			u32 sent = n;
+
+			n = flush_batch(sbi, ents, sent, &err);
+			/*
+			 * Refused whole, or lost with a malformed reply:
+			 * every entry of it one at a time, each first
+			 * looked up (it may have been applied).
+			 */
 			if (err && !pohmel_err_transient(err)) {
-				err = flush_one(sbi, ents[0]);
-				n = err ? 0 : 1;
+				err = 0;
+				for (n = 0; n < sent && !err; n++)
+					err = settle_one(sbi, ents[n]);
+				if (err)
+					n--;
 			}
 		} else {
 			err = flush_one(sbi, ents[0]);
