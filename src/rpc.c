@@ -161,8 +161,8 @@ static struct pohmel_req *name_req(struct pohmel_conn *c, u16 op,
 	return req;
 }
 
-int pohmel_rpc_lookup(struct pohmel_conn *c, const struct pohmel_foid *dir,
-		      const char *name, u32 len, struct pohmel_fattr *fa)
+static int lookup(struct pohmel_conn *c, const struct pohmel_foid *dir,
+		  const char *name, u32 len, struct pohmel_fattr *fa, bool log)
 {
 	struct pohmel_req *req;
 	int err = check_name_arg(name, len);
@@ -172,12 +172,26 @@ int pohmel_rpc_lookup(struct pohmel_conn *c, const struct pohmel_foid *dir,
 	req = name_req(c, POHMEL_OP_LOOKUP, dir, name, len);
 	if (!req)
 		return -ENOMEM;
-	err = call(c, req);
+	err = log ? call(c, req) : send(c, req);
 	if (err)
 		return err;
 	reply_attr(req, req->rbuf, fa);
 	pohmel_req_put(req);
 	return 0;
+}
+
+int pohmel_rpc_lookup(struct pohmel_conn *c, const struct pohmel_foid *dir,
+		      const char *name, u32 len, struct pohmel_fattr *fa)
+{
+	return lookup(c, dir, name, len, fa, true);
+}
+
+/* LOOKUP by the log itself (wb.c, under its flush): without its hook. */
+int pohmel_rpc_lookup_nolog(struct pohmel_conn *c,
+			    const struct pohmel_foid *dir, const char *name,
+			    u32 len, struct pohmel_fattr *fa)
+{
+	return lookup(c, dir, name, len, fa, false);
 }
 
 int pohmel_rpc_remove(struct pohmel_conn *c, u16 op,

@@ -84,6 +84,9 @@ struct pohmel_dirent_info {
 int pohmel_rpc_ping(struct pohmel_conn *c);
 int pohmel_rpc_getattr(struct pohmel_conn *c, const struct pohmel_foid *oid,
 		       struct pohmel_fattr *fa);
+int pohmel_rpc_lookup_nolog(struct pohmel_conn *c,
+			    const struct pohmel_foid *dir, const char *name,
+			    u32 len, struct pohmel_fattr *fa);
 int pohmel_rpc_lookup(struct pohmel_conn *c, const struct pohmel_foid *dir,
 		      const char *name, u32 len, struct pohmel_fattr *fa);
 int pohmel_rpc_setattr(struct pohmel_conn *c, const struct pohmel_foid *oid,

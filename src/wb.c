@@ -374,8 +374,8 @@ static int settle_one(struct pohmel_sb_info *sbi, struct pohmel_wb_ent *ent)
 	int err;
 
 	old = override_creds(ent->cred);
-	err = pohmel_rpc_lookup(&sbi->conn, &POHMEL_I(ent->dir)->oid,
-				ent->data, ent->namelen, &obj);
+	err = pohmel_rpc_lookup_nolog(&sbi->conn, &POHMEL_I(ent->dir)->oid,
+				      ent->data, ent->namelen, &obj);
 	revert_creds(old);
 	if (pohmel_err_transient(err))
 		return err;
