@@ -145,7 +145,10 @@
  *      made the file) and POHMEL_SET_HANDLE (ftruncate through a handle).
  * 1.2  POHMEL_FEAT_IDRANGE: IDRANGE, POHMEL_CREATE_ID; ids are the
  *      server's own numbers, never reused. POHMEL_FEAT_ASK_GRANT:
- *      GRANT, and with it the directory write grant.
+ *      GRANT, and with it the directory write grant. With IDRANGE too:
+ *      POHMEL_CREATE_TIME and POHMEL_IO_TIMES (the times a client
+ *      showed for what it created or wrote locally are reported by the
+ *      server until the object changes again).
  */
 #ifndef POHMEL_PROTO_H
 #define POHMEL_PROTO_H
