@@ -147,6 +147,24 @@ void ctime_report(uint64_t id, const struct stat *st, struct wtime *ct,
 	pthread_mutex_unlock(&ct_mu);
 }
 
+/* A change seen in the export (inotify): the disk's times from now on. */
+void ctime_forget(uint64_t id)
+{
+	struct ct_ent **pp, *e;
+
+	if (!__atomic_load_n(&ct_count, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&ct_mu);
+	pp = ct_slot(id);
+	e = *pp;
+	if (e) {
+		*pp = e->next;
+		free(e);
+		__atomic_store_n(&ct_count, ct_count - 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&ct_mu);
+}
+
 void ctime_fini(void)
 {
 	pthread_mutex_lock(&ct_mu);

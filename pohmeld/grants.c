@@ -827,6 +827,8 @@ void grants_local_change(uint64_t id)
 	if (o && !o->busy) {
 		/* Even within ctime's tick, its change attribute moves. */
 		change_bump(id, NULL);
+		/* and so do its times: a creating client's are over */
+		ctime_forget(id);
 		recall_holders(o, &rm);
 		log_debug("object %llu changed locally",
 			  (unsigned long long)id);

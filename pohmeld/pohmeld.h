@@ -261,6 +261,7 @@ void ctime_note(uint64_t id, const struct wtime *c, const struct wtime *mt,
 		const struct stat *st);
 void ctime_report(uint64_t id, const struct stat *st, struct wtime *ct,
 		  struct wtime *mt);
+void ctime_forget(uint64_t id);
 void ctime_fini(void);
 uint64_t change_bump(uint64_t id, uint64_t *prev);
 uint64_t change_now(void);

@@ -173,10 +173,11 @@ ssize_t pohmel_write_folios(struct inode *inode, struct folio **folios,
 	if (h)
 		old = override_creds(h->cred);
 	/*
-	 * Written locally under writeback's EXCL, sent later: the server
-	 * reports the times the client showed, not the WRITE's own.
+	 * Written locally, sent later (writeback mounts): the server reports
+	 * the times the client showed, not the WRITE's own. Not only under
+	 * EXCL: a recall lowers the grant before it writes the pages back.
 	 */
-	if (pohmel_wb_keeps_dirty(inode) &&
+	if (POHMEL_SB(inode->i_sb)->opts.writeback &&
 	    (READ_ONCE(pohmel_conn(inode)->sess.features) &
 	     POHMEL_FEAT_IDRANGE)) {
 		struct timespec64 mt = inode_get_mtime(inode);
