@@ -65,6 +65,16 @@ static void ct_clear_locked(void)
 	__atomic_store_n(&ct_count, 0, __ATOMIC_RELAXED);
 }
 
+/* Unlink and free *pp (ct_mu held). */
+static void drop_locked(struct ct_ent **pp)
+{
+	struct ct_ent *e = *pp;
+
+	*pp = e->next;
+	free(e);
+	__atomic_store_n(&ct_count, ct_count - 1, __ATOMIC_RELAXED);
+}
+
 static bool same_ts(const struct timespec *a, const struct timespec *b)
 {
 	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
@@ -130,19 +140,13 @@ void ctime_report(uint64_t id, const struct stat *st, struct wtime *ct,
 	pthread_mutex_lock(&ct_mu);
 	pp = ct_slot(id);
 	e = *pp;
-	if (e) {
-		if (same_ts(&e->disk_c, &st->st_ctim) &&
-		    (!e->has_m || same_ts(&e->disk_m, &st->st_mtim))) {
-			*ct = e->client_c;
-			if (e->has_m && mt)
-				*mt = e->client_m;
-		} else {
-			/* changed since: the real times from now on */
-			*pp = e->next;
-			free(e);
-			__atomic_store_n(&ct_count, ct_count - 1,
-					 __ATOMIC_RELAXED);
-		}
+	if (e && same_ts(&e->disk_c, &st->st_ctim) &&
+	    (!e->has_m || same_ts(&e->disk_m, &st->st_mtim))) {
+		*ct = e->client_c;
+		if (e->has_m && mt)
+			*mt = e->client_m;
+	} else if (e) {
+		drop_locked(pp);	/* changed since: the real times */
 	}
 	pthread_mutex_unlock(&ct_mu);
 }
@@ -150,18 +154,14 @@ void ctime_report(uint64_t id, const struct stat *st, struct wtime *ct,
 /* A change seen in the export (inotify): the disk's times from now on. */
 void ctime_forget(uint64_t id)
 {
-	struct ct_ent **pp, *e;
+	struct ct_ent **pp;
 
 	if (!__atomic_load_n(&ct_count, __ATOMIC_RELAXED))
 		return;
 	pthread_mutex_lock(&ct_mu);
 	pp = ct_slot(id);
-	e = *pp;
-	if (e) {
-		*pp = e->next;
-		free(e);
-		__atomic_store_n(&ct_count, ct_count - 1, __ATOMIC_RELAXED);
-	}
+	if (*pp)
+		drop_locked(pp);
 	pthread_mutex_unlock(&ct_mu);
 }
 
