@@ -210,7 +210,7 @@ static int submit(struct pohmel_conn *c, struct pohmel_req *req,
 {
 	bool seq = (req->needs_seq || req->nseq) && !req->seq;
 	u32 nseq = req->nseq ?: 1;
-	u32 tag;
+	u32 tag, i;
 	int err;
 
 	if (req->overflow)
@@ -250,8 +250,8 @@ static int submit(struct pohmel_conn *c, struct pohmel_req *req,
 	req->stamp = c->recall_seq;
 	spin_unlock(&c->recall_lock);
 	atomic64_inc(&c->stats.ops[req->op]);
-	for (tag = 0; tag < req->bn; tag++)
-		atomic64_inc(&c->stats.ops[req->bops[tag]]);
+	for (i = 0; i < req->bn; i++)		/* a BATCH's inner ops */
+		atomic64_inc(&c->stats.ops[req->bops[i]]);
 	if (send_now)
 		try_send(c, req);
 	return 0;

@@ -264,7 +264,7 @@ static int do_create(struct inode *dir, struct dentry *dentry, u16 op,
 		return err;
 	err = pohmel_rpc_create(pohmel_conn(dir), op, &POHMEL_I(dir)->oid,
 				dentry->d_name.name, dentry->d_name.len, mode,
-				new_encode_dev(rdev), flags, target, tlen, 0,
+				new_encode_dev(rdev), flags, target, tlen,
 				&obj, &pdir);
 	if (err)
 		return err;

@@ -40,6 +40,25 @@ void pohmel_put_handle(struct pohmel_handle *h)
 }
 
 /*
+ * OPEN for @h (@extra: POHMEL_OPEN_CREATED or 0). A write-only opener's
+ * handle asks to read as well (pohmel_open); refused that, it asks for
+ * what the opener wanted.
+ */
+static int send_open(struct pohmel_handle *h, u32 extra, u64 *handle,
+		     struct pohmel_fattr *fa)
+{
+	int err = pohmel_rpc_open(h->conn, &h->oid, h->flags | extra, handle,
+				  fa);
+
+	if (err == -EACCES && h->flags != h->want) {
+		h->flags = h->want;
+		err = pohmel_rpc_open(h->conn, &h->oid, h->flags | extra,
+				      handle, fa);
+	}
+	return err;
+}
+
+/*
  * Send a deferred OPEN (see pohmel_open): as the opener, who created the
  * file, so its mode does not matter (POHMEL_OPEN_CREATED). The rpc sends
  * the write-back log first, so the create reaches the server before it.
@@ -59,14 +78,7 @@ int pohmel_handle_ready(struct pohmel_handle *h)
 	if (!h->deferred)
 		goto unlock;
 	old = override_creds(h->cred);
-	err = pohmel_rpc_open(h->conn, &h->oid,
-			      h->flags | POHMEL_OPEN_CREATED, &handle, &fa);
-	if (err == -EACCES && h->flags != h->want) {
-		h->flags = h->want;
-		err = pohmel_rpc_open(h->conn, &h->oid,
-				      h->flags | POHMEL_OPEN_CREATED, &handle,
-				      &fa);
-	}
+	err = send_open(h, POHMEL_OPEN_CREATED, &handle, &fa);
 	revert_creds(old);
 	if (!err) {
 		h->handle = handle;
@@ -255,15 +267,7 @@ static int pohmel_open(struct inode *inode, struct file *file)
 		goto listed;
 	}
 	/* close-to-open: OPEN returns fresh attributes */
-	err = pohmel_rpc_open(h->conn, &pi->oid,
-			      h->flags | open_created(inode, file), &h->handle,
-			      &fa);
-	if (err == -EACCES && h->flags != flags) {
-		h->flags = flags;
-		err = pohmel_rpc_open(h->conn, &pi->oid,
-				      flags | open_created(inode, file),
-				      &h->handle, &fa);
-	}
+	err = send_open(h, open_created(inode, file), &h->handle, &fa);
 	if (err) {
 		kfree(h);
 		return err;

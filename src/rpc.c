@@ -306,21 +306,21 @@ struct pohmel_req *pohmel_rpc_create_req(struct pohmel_conn *c, u16 op,
 	return req;
 }
 
+/* A create made at once (not from the log: wb.c sends its own). */
 int pohmel_rpc_create(struct pohmel_conn *c, u16 op,
 		      const struct pohmel_foid *dir, const char *name, u32 len,
 		      u32 mode, u32 rdev, u32 flags, const char *target,
-		      u32 tlen, u64 id, struct pohmel_fattr *obj,
+		      u32 tlen, struct pohmel_fattr *obj,
 		      struct pohmel_fattr *pdir)
 {
 	struct pohmel_req *req;
 	int err;
 
-	req = pohmel_rpc_create_req(c, op, dir, name, len, mode, rdev,
-				    flags & ~POHMEL_CREATE_TIME, target, tlen,
-				    id, NULL);
+	req = pohmel_rpc_create_req(c, op, dir, name, len, mode, rdev, flags,
+				    target, tlen, 0, NULL);
 	if (IS_ERR(req))
 		return PTR_ERR(req);
-	err = flags & POHMEL_CREATE_ID ? send(c, req) : call(c, req);
+	err = call(c, req);
 	if (err)
 		return err;
 	decode_entry(req, obj, pdir);

@@ -111,7 +111,7 @@ int pohmel_rpc_batch_entry(struct pohmel_req *b, u32 *off,
 int pohmel_rpc_create(struct pohmel_conn *c, u16 op,
 		      const struct pohmel_foid *dir, const char *name, u32 len,
 		      u32 mode, u32 rdev, u32 flags, const char *target,
-		      u32 tlen, u64 id, struct pohmel_fattr *obj,
+		      u32 tlen, struct pohmel_fattr *obj,
 		      struct pohmel_fattr *pdir);
 int pohmel_rpc_link(struct pohmel_conn *c, const struct pohmel_foid *obj,
 		    const struct pohmel_foid *dir, const char *name, u32 len,
