@@ -77,8 +77,10 @@ check-host:
 	tests/pkg/test-mount-helper
 	tests/lint checkpatch
 
-# The kernel matrix (functional suite per release), then the packaging
-# tier (build .deb/.rpm, install/purge them in every release's root).
+# The kernel matrix (functional suite per release; each boot builds the
+# module with W=1 and fails on any warning), sparse with endian checks,
+# the power-cut test, then the packaging tier (build .deb/.rpm with
+# lintian and rpmlint clean, install/purge them in every release's root).
 MATRIX_TIMEOUT ?= 1800
 MATRIX_JOBS ?= 1
 MATRIX_FULL := $(filter-out $(SUITES_LIGHT),$(SUITES))
@@ -90,12 +92,14 @@ check-qemu:
 	k=0; n=$(words $(MATRIX_LIGHT)); for s in $(MATRIX_LIGHT); do k=$$((k + 1)); \
 		tests/qemu/matrix --timeout $(MATRIX_TIMEOUT) $$s -- $(SUITE_ARGS_LIGHT) \
 			--set POHMEL_HOSTILE_PART=$$k/$$n || m=1; done; \
+	l=0; tests/lint sparse || l=1; \
 	c=0; $(MAKE) check-powercut || c=1; \
 	p=0; tests/pkg/run-all $(SUITES) || p=1; \
 	echo "check-qemu: kernel matrix $$([ $$m = 0 ] && echo passed || echo FAILED)," \
+		"sparse $$([ $$l = 0 ] && echo passed || echo FAILED)," \
 		"power cut $$([ $$c = 0 ] && echo passed || echo FAILED)," \
 		"packaging tier $$([ $$p = 0 ] && echo passed || echo FAILED)"; \
-	[ $$m = 0 ] && [ $$c = 0 ] && [ $$p = 0 ]
+	[ $$m = 0 ] && [ $$l = 0 ] && [ $$c = 0 ] && [ $$p = 0 ]
 
 # Power-cut crash test (tests/qemu/powercut, issue 19 item 5): pohmeld in
 # its own VM, reset without sync at random points of a workload. In

@@ -163,6 +163,9 @@ build_module() {
 		-j"$(nproc)" "$@" modules
 }
 
+# build_warnings LOG: the compiler and modpost warnings in a build log.
+build_warnings() { grep -E 'warning:|WARNING:' "$1" | grep -v '^make' || true; }
+
 # build_pohmeld W GDIR: build the server and the pohmel tool in the chroot.
 build_pohmeld() {
 	in_chroot "$1" make -C "$2" -j"$(nproc)"
