@@ -625,6 +625,18 @@ void grant_fill(struct req *r, int fd, struct wattr *a)
 {
 	bool grants = r->c && (r->c->features & POHMEL_FEAT_GRANTS);
 	uint32_t level = grants ? want_of(r, a) : POHMEL_GRANT_NONE;
+	/*
+	 * A create under a delegated id (want_of: EXCL): the client made
+	 * the object first and may hold its data and attributes already.
+	 * Whatever this reply can give, the record says EXCL, so another
+	 * client's access recalls what only the creator has; given less,
+	 * the creator writes it back at once (wb.c write_unkept), but a
+	 * reader that came first must not see the object without it.
+	 */
+	bool buffered = level == POHMEL_GRANT_EXCL &&
+			r->m->hdr.op != POHMEL_OP_WRITE &&
+			r->m->hdr.op != POHMEL_OP_SETATTR &&
+			r->m->hdr.op != POHMEL_OP_GRANT;
 	struct recall_msg *rm = NULL;
 	struct grant_mark *g;
 	struct holder *h, *x;
@@ -680,7 +692,7 @@ void grant_fill(struct req *r, int fd, struct wattr *a)
 		level = POHMEL_GRANT_NONE;
 	if (level != POHMEL_GRANT_NONE && !watch(o, fd, a))
 		level = POHMEL_GRANT_NONE;
-	if (!h && level != POHMEL_GRANT_NONE) {
+	if (!h && (level != POHMEL_GRANT_NONE || buffered)) {
 		h = calloc(1, sizeof(*h));
 		if (!h) {
 			level = POHMEL_GRANT_NONE;
@@ -704,7 +716,9 @@ void grant_fill(struct req *r, int fd, struct wattr *a)
 	 * access must recall it. Only a recall, RELEASE or the connection's
 	 * end does.
 	 */
-	if (h && !h->recall_id && level != POHMEL_GRANT_NONE)
+	if (h && !h->recall_id && buffered)
+		h->grant = POHMEL_GRANT_EXCL;
+	else if (h && !h->recall_id && level != POHMEL_GRANT_NONE)
 		h->grant = level;
 	a->grant = level;
 out_free:

@@ -35,8 +35,8 @@ static int lstat_rel(const char *rel, struct stat *st)
 	return lstat(p, st);
 }
 
-/* A session (uuid NULL: a new one each time) asking for want. */
-static int sess(struct pc *c, const uint8_t *uuid, uint64_t want)
+/* A session on @port (uuid NULL: a new one each time) asking for want. */
+static int sess_at(struct pc *c, int port, const uint8_t *uuid, uint64_t want)
 {
 	if (pc_init(c))
 		return -1;
@@ -44,7 +44,12 @@ static int sess(struct pc *c, const uint8_t *uuid, uint64_t want)
 		memcpy(c->uuid, uuid, 16);
 	c->boot_gen = 3;
 	c->want_features = want;
-	return pc_connect(c, "127.0.0.1", sp.port) || pc_handshake(c) ? -1 : 0;
+	return pc_connect(c, "127.0.0.1", port) || pc_handshake(c) ? -1 : 0;
+}
+
+static int sess(struct pc *c, const uint8_t *uuid, uint64_t want)
+{
+	return sess_at(c, sp.port, uuid, want);
 }
 
 static int idrange(struct pc *c, uint64_t seq, uint32_t count, struct range *r)
@@ -458,6 +463,85 @@ static void t_dirgrant(void)
 	cl_close(&b);
 }
 
+struct getattr_job {
+	struct pc *c;
+	struct woid o;
+	struct wattr a;
+	int err;
+	atomic_bool done;
+};
+
+static void *getattr_thread(void *arg)
+{
+	struct getattr_job *j = arg;
+
+	j->err = pc_getattr(j->c, &j->o, &j->a);
+	atomic_store(&j->done, true);
+	return NULL;
+}
+
+/*
+ * A create under a delegated id whose reply cannot give EXCL (here: the
+ * creator is at max-grants-per-connection) still leaves the creator's
+ * record at EXCL: it may hold the file's data already (written locally,
+ * kept past close), so another client's GETATTR recalls it and waits for
+ * the ack instead of reading an empty file.
+ */
+static void t_buffered(void)
+{
+	const uint64_t all = POHMEL_FEAT_GRANTS | POHMEL_FEAT_IDRANGE |
+			     POHMEL_FEAT_ASK_GRANT;
+	struct getattr_job j = { .err = -1 };
+	char conf[1024], dir[160], state[160];
+	struct pc_recall rc = { 0 };
+	struct srvproc sp2 = { 0 };
+	struct wattr d;
+	struct range r;
+	struct woid f;
+	struct pc a, b;
+	pthread_t t;
+	bool waited;
+
+	snprintf(dir, sizeof(dir), "%s/buffered", base);
+	snprintf(state, sizeof(state), "%s/state-buffered", base);
+	mkdir(dir, 0755);
+	mkdir(state, 0700);
+	snprintf(conf, sizeof(conf),
+		 "export / %s rw no_root_squash\nstate-dir %s\nkey-file none\n"
+		 "max-grants-per-connection 1\n", dir, state);
+	CHECK(start_server("buffered", conf, &sp2) == 0,
+	      "buffered: a pohmeld with max-grants-per-connection 1");
+	if (!sp2.pid)
+		return;
+	CHECK(sess_at(&a, sp2.port, NULL, all) == 0 &&
+	      sess_at(&b, sp2.port, NULL, POHMEL_FEAT_GRANTS) == 0,
+	      "buffered: A (write-back features), B (grants)");
+	CHECK(pc_mkobj(&a, POHMEL_OP_MKDIR, &a.root.oid, "d", 0755, 0, 0, NULL,
+		       &d, NULL) == 0 && d.grant != POHMEL_GRANT_NONE &&
+	      idrange(&a, 10, 4, &r) == 0,
+	      "buffered: A: MKDIR d (its one grant), IDRANGE 4");
+	CHECK(create_in(&a, &d.oid, 11, POHMEL_OP_CREATE, "f", r.start, &f) == 0 &&
+	      last_created.grant == POHMEL_GRANT_NONE,
+	      "buffered: A's CREATE_ID of d/f comes back without a grant (quota; grant %u)",
+	      last_created.grant);
+	j.c = &b;
+	j.o = f;
+	atomic_init(&j.done, false);
+	pthread_create(&t, NULL, getattr_thread, &j);
+	CHECK(pc_next_recall(&a, 5000, &rc) == 0 && rc.oid.id == f.id,
+	      "buffered: B's GETATTR of d/f recalls A (it may hold f's data)");
+	usleep(200000);
+	waited = !atomic_load(&j.done);
+	CHECK(waited, "buffered: B's GETATTR waits for A's ack");
+	if (rc.oid.id)
+		pc_recall_ack(&a, &rc);
+	pthread_join(t, NULL);
+	CHECK(j.err == 0 && j.a.oid.id == f.id, "buffered: then B gets d/f");
+	cl_close(&a);
+	cl_close(&b);
+	stop_server(&sp2);
+}
+
 /* CREATE_ID | CREATE_TIME of a regular file named @name, under @id. */
 static int create_timed(struct pc *c, uint64_t seq, const char *name,
 			uint64_t id, const struct wtime *t, struct wattr *got)
@@ -584,6 +668,7 @@ int main(int argc, char **argv)
 	t_own_ids();
 	t_delegated();
 	t_dirgrant();
+	t_buffered();
 	t_times();
 	t_redo();
 	t_legacy();
