@@ -31,6 +31,7 @@ struct own {
 	int exists;
 	unsigned gen;
 	size_t len;
+	char how[160];		/* what made it, for the diagnostics */
 };
 
 /* gen is unique per write within a worker: renames carry it along */
@@ -65,6 +66,41 @@ static void err(int w, const char *fmt, ...)
 		tap_diag("worker %d: %s", w, msg);
 }
 
+/* After a wrong read: what each mount and the export say now. */
+static void where(int m, int w, int s)
+{
+	const char *exp = getenv("POHMEL_EXPORT"), *m1 = getenv("POHMEL_MNT1");
+	static unsigned char got[MAXF + 1];
+	char p[4200];
+	struct stat st;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		int rc = stat(opath(i, w, s), &st);
+		ssize_t n = read_file(opath(i, w, s), got, sizeof(got));
+
+		tap_diag("  mount %d%s: stat %s size %lld ino %llu; read again %zd",
+			 i + 1, i == m ? " (the reader)" : "", rc ? strerror(errno) : "ok",
+			 (long long)st.st_size, (unsigned long long)st.st_ino, n);
+	}
+	if (exp && *exp && m1 && !strncmp(dir[0], m1, strlen(m1))) {
+		snprintf(p, sizeof(p), "%s%s/own.%d/f%02d", exp, dir[0] + strlen(m1), w, s);
+		tap_diag("  export: %s size %lld ino %llu", stat(p, &st) ? strerror(errno) : "ok",
+			 (long long)st.st_size, (unsigned long long)st.st_ino);
+	}
+	for (i = 0; i < 2; i++) {
+		const char *mp = getenv(i ? "POHMEL_MNT2" : "POHMEL_MNT1");
+		long long v;
+
+		if (!mp)
+			continue;
+		v = mountstat(mp, "recalls");
+		tap_diag("  mount %d: recalls %lld recall_acks %lld wb_local %lld open_deferred %lld open_cache_hits %lld",
+			 i + 1, v, mountstat(mp, "recall_acks"), mountstat(mp, "wb_local"),
+			 mountstat(mp, "open_deferred"), mountstat(mp, "open_cache_hits"));
+	}
+}
+
 static int check_file(int m, int w, int s, const struct own *o)
 {
 	static unsigned char exp[MAXF], got[MAXF + 1];
@@ -79,8 +115,9 @@ static int check_file(int m, int w, int s, const struct own *o)
 	content(exp, o->len, w, o->gen);
 	ssize_t n = read_file(opath(m, w, s), got, sizeof(got));
 	if (n != (ssize_t)o->len || memcmp(got, exp, o->len)) {
-		err(w, "f%02d on mount %d: read %zd bytes (%s), expected generation %u, %zu bytes", s, m + 1, n,
-		    n < 0 ? strerror(errno) : "content", o->gen, o->len);
+		err(w, "f%02d on mount %d: read %zd bytes (%s), expected generation %u, %zu bytes (%s)", s, m + 1, n,
+		    n < 0 ? strerror(errno) : "content", o->gen, o->len, o->how);
+		where(m, w, s);
 		return 0;
 	}
 	return 1;
@@ -164,8 +201,13 @@ static int worker(int w, double seconds)
 					if (write_file(sp, b, o[s].len, O_TRUNC, 0644) < 0 ||
 					    rename(sp, opath(m, w, s)) < 0)
 						err(w, "write+rename f%02d: %s", s, strerror(errno));
-				} else if (write_file(opath(m, w, s), b, o[s].len, O_TRUNC, 0644) < 0)
-					err(w, "write f%02d: %s", s, strerror(errno));
+					snprintf(o[s].how, sizeof(o[s].how), "op %ld: sub/tmp written and renamed on mount %d", ops, m + 1);
+				} else {
+					if (write_file(opath(m, w, s), b, o[s].len, O_TRUNC, 0644) < 0)
+						err(w, "write f%02d: %s", s, strerror(errno));
+					snprintf(o[s].how, sizeof(o[s].how), "op %ld: %s on mount %d", ops,
+						 o[s].exists ? "rewritten" : "created", m + 1);
+				}
 				o[s].exists = 1;
 			} else if (r < 40) { /* rename own file to a free slot */
 				int t = (int)rnd_below(&seed, NF);
@@ -174,6 +216,7 @@ static int worker(int w, double seconds)
 				if (rename(opath(m, w, s), opath(m, w, t)) < 0)
 					err(w, "rename f%02d f%02d: %s", s, t, strerror(errno));
 				o[t] = o[s];
+				snprintf(o[t].how + strlen(o[t].how), sizeof(o[t].how) - strlen(o[t].how), "; f%02d->f%02d on %d", s, t, m + 1);
 				o[s].exists = 0;
 			} else if (r < 48) { /* unlink own */
 				if (!o[s].exists)
