@@ -527,6 +527,24 @@ void grants_end(struct req *r)
 	r->ngm = 0;
 }
 
+/*
+ * A create under a delegated id, and a is the object made: the client
+ * made it first, under the directory's EXCL, and what it buffered for
+ * the object since (data, attributes) is its alone still.
+ */
+static bool created_here(const struct req *r, const struct wattr *a)
+{
+	switch (r->m->hdr.op) {
+	case POHMEL_OP_CREATE:
+	case POHMEL_OP_MKDIR:
+	case POHMEL_OP_MKNOD:
+	case POHMEL_OP_SYMLINK:
+		return (r->m->flags & POHMEL_CREATE_ID) &&
+		       a->oid.id != r->m->oid.id;
+	}
+	return false;
+}
+
 static uint32_t want_of(const struct req *r, const struct wattr *a)
 {
 	switch (r->m->hdr.op) {
@@ -538,21 +556,8 @@ static uint32_t want_of(const struct req *r, const struct wattr *a)
 						   POHMEL_GRANT_SHARED;
 	case POHMEL_OP_GRANT:
 		return r->m->type;
-	case POHMEL_OP_CREATE:
-	case POHMEL_OP_MKDIR:
-	case POHMEL_OP_MKNOD:
-	case POHMEL_OP_SYMLINK:
-		/*
-		 * A create under a delegated id was made by the client
-		 * first, under the directory's EXCL: what it buffered for
-		 * the object since (data, attributes) is its alone still.
-		 */
-		if ((r->m->flags & POHMEL_CREATE_ID) &&
-		    a->oid.id != r->m->oid.id)
-			return POHMEL_GRANT_EXCL;
-		break;
 	}
-	return POHMEL_GRANT_SHARED;
+	return created_here(r, a) ? POHMEL_GRANT_EXCL : POHMEL_GRANT_SHARED;
 }
 
 /*
@@ -626,17 +631,14 @@ void grant_fill(struct req *r, int fd, struct wattr *a)
 	bool grants = r->c && (r->c->features & POHMEL_FEAT_GRANTS);
 	uint32_t level = grants ? want_of(r, a) : POHMEL_GRANT_NONE;
 	/*
-	 * A create under a delegated id (want_of: EXCL): the client made
-	 * the object first and may hold its data and attributes already.
-	 * Whatever this reply can give, the record says EXCL, so another
-	 * client's access recalls what only the creator has; given less,
-	 * the creator writes it back at once (wb.c write_unkept), but a
-	 * reader that came first must not see the object without it.
+	 * The creator may hold the object's data and attributes already
+	 * (created_here). Whatever this reply can give, the record says
+	 * EXCL, so another client's access recalls what only the creator
+	 * has; given less, the creator writes it back at once (wb.c
+	 * write_unkept), but a reader that came first must not see the
+	 * object without it.
 	 */
-	bool buffered = level == POHMEL_GRANT_EXCL &&
-			r->m->hdr.op != POHMEL_OP_WRITE &&
-			r->m->hdr.op != POHMEL_OP_SETATTR &&
-			r->m->hdr.op != POHMEL_OP_GRANT;
+	bool buffered = grants && created_here(r, a);
 	struct recall_msg *rm = NULL;
 	struct grant_mark *g;
 	struct holder *h, *x;
