@@ -39,9 +39,9 @@
  * Connection life cycle
  * ---------------------
  *   client                                 server
- *   HELLO (nonce_c, uuid, boot gen) ->
+ *   HELLO (nonce_c, uuid, boot gen, key name) ->
  *                                       <- HELLO reply (nonce_s, mac_s)
- *   AUTH  (mac_c)                   ->
+ *   AUTH  (mac_c)                   ->      (sealed from here on, 1.3)
  *                                       <- AUTH reply (status, root attr)
  *   ...requests, each with its own tag; replies in any order...
  *                                       <- RECALL (unsolicited, tag 0)
@@ -52,13 +52,57 @@
  * side, mac fields are zero and POHMEL_FEAT_AUTH is not negotiated; a
  * server that has a key refuses (EACCES, then close) a client without one.
  *
- * Authentication (mutual, pre-shared key K of 16..64 bytes):
- *   mac_s = HMAC-SHA256(K, "pohmel-s" || nonce_c || nonce_s || uuid)
- *   mac_c = HMAC-SHA256(K, "pohmel-c" || nonce_s || nonce_c || uuid)
- * The client checks mac_s before sending AUTH, so it never proves itself
- * to an impostor. The header keeps POHMEL_HF_SEALED reserved for per-message
- * integrity/encryption (AEAD with the tag as part of the nonce) as a later
- * feature bit, without a change to the framing.
+ * Authentication and protection (1.3; pre-shared key K, 16..64 bytes)
+ * ------------------------------------------------------------------
+ * A server holds several named keys; the HELLO request names one
+ * (hello.key_len bytes of name after the body: 1..POHMEL_KEYNAME_MAX of
+ * [A-Za-z0-9._-]; key_len 0 without a key). With TH the SHA-256 of the
+ * whole HELLO request as sent (header, body, key name) followed by the
+ * whole HELLO reply (header, body) with its mac field zeroed:
+ *   mac_s = HMAC-SHA256(K, "pohmel-s" || TH)
+ *   mac_c = HMAC-SHA256(K, "pohmel-c" || TH)
+ * so nothing in either HELLO (features, max_msg, boot_gen, uuid, nonces,
+ * key name) can be changed undetected. The client checks mac_s before it
+ * sends AUTH, so it never proves itself to an impostor. Session keys, one
+ * per direction, are HKDF-SHA256 (RFC 5869) of K with TH as salt:
+ *   PRK   = HMAC-SHA256(TH, K)
+ *   k_c2s = HMAC-SHA256(PRK, "pohmel c2s" || 0x01)   (32 bytes)
+ *   k_s2c = HMAC-SHA256(PRK, "pohmel s2c" || 0x01)
+ * The client offers the AEADs it can use (POHMEL_FEAT_SEAL_AES for
+ * AES-256-GCM, POHMEL_FEAT_SEAL_CHACHA for ChaCha20-Poly1305) and, for
+ * integrity without encryption (sec=auth), POHMEL_FEAT_SIGN as well. The
+ * reply's features keep at most one AEAD bit (the server prefers AES)
+ * and FEAT_SIGN only with it. Without an AEAD bit in the reply, messages
+ * after HELLO are plain (sec=none: the key is checked once, nothing after
+ * it is protected). A server whose export requires more than was
+ * negotiated answers AUTH with EACCES and closes.
+ * With an AEAD negotiated, every message after the HELLO reply, AUTH
+ * and RECALL included, is a record:
+ *   outer header: len = POHMEL_HDR_SIZE + n + POHMEL_TAG_LEN, flags =
+ *                 POHMEL_HF_SEALED, every other field 0
+ *   n bytes:      the inner message (a whole header and its payload),
+ *                 encrypted; with POHMEL_FEAT_SIGN in clear
+ *   tag:          POHMEL_TAG_LEN bytes
+ * AEAD(k_dir, nonce, aad, plaintext): nonce = 4 zero bytes || be64
+ * counter of that direction (0 for the first record, +1 for each),
+ * aad = the outer header (with FEAT_SIGN: the outer header and the inner
+ * message, and no plaintext). The inner message obeys every rule of an
+ * unsealed one, its len against max_msg. A record whose tag does not
+ * verify (a changed, dropped, repeated, reordered or injected message),
+ * a plain message where a record is due, or an outer header with any
+ * other field set, drops the connection; the reconnect and replay rules
+ * below recover without applying anything twice. A sender closes the
+ * connection before its counter reaches POHMEL_SEAL_MSGS_MAX (a new
+ * connection has new keys). A failed AUTH is still a sealed record: a
+ * client that cannot open it reports EACCES.
+ * A 1.2 client (minor 2, no key name) gets the 1.2 handshake: mac_s =
+ * HMAC-SHA256(K, "pohmel-s" || nonce_c || nonce_s || uuid), mac_c the
+ * same with "pohmel-c" and the nonces swapped, K the key named
+ * "default", nothing sealed; a server only accepts it where the export's
+ * minimum is sec=none. Without a key (keyless server or client) nothing
+ * is negotiated beyond 1.2's keyless mode: no AEAD bit, mac fields zero.
+ * Sizes: a record's outer len is at least 2 * POHMEL_HDR_SIZE +
+ * POHMEL_TAG_LEN and at most that plus max_msg.
  *
  * Tags and sequence numbers
  * -------------------------
@@ -149,6 +193,8 @@
  *      POHMEL_CREATE_TIME and POHMEL_IO_TIMES (the times a client
  *      showed for what it created or wrote locally are reported by the
  *      server until the object changes again).
+ * 1.3  Named keys, the transcript-bound handshake, HKDF session keys and
+ *      sealed records (POHMEL_FEAT_SEAL_AES, _SEAL_CHACHA, _SIGN).
  */
 #ifndef POHMEL_PROTO_H
 #define POHMEL_PROTO_H
@@ -157,7 +203,7 @@
 
 #define POHMEL_MAGIC		0x504f484dU	/* "POHM" */
 #define POHMEL_PROTO_MAJOR	1
-#define POHMEL_PROTO_MINOR	2
+#define POHMEL_PROTO_MINOR	3
 #define POHMEL_DEFAULT_PORT	7349
 
 #define POHMEL_NAME_MAX		255
@@ -170,6 +216,9 @@
 #define POHMEL_MAC_LEN		32
 #define POHMEL_KEY_MIN		16
 #define POHMEL_KEY_MAX		64
+#define POHMEL_KEYNAME_MAX	64
+#define POHMEL_TAG_LEN		16		/* AEAD tag of a record */
+#define POHMEL_SEAL_MSGS_MAX	(1ULL << 32)	/* records per direction */
 #define POHMEL_REPLY_CACHE	1024
 #define POHMEL_ROOT_ID		1ULL
 
@@ -185,16 +234,21 @@
 #define POHMEL_FEAT_FD_ACCESS	(1ULL << 5)	/* OPEN_CREATED, SET_HANDLE (1.1) */
 #define POHMEL_FEAT_IDRANGE	(1ULL << 6)	/* IDRANGE, CREATE_ID (1.2) */
 #define POHMEL_FEAT_ASK_GRANT	(1ULL << 7)	/* POHMEL_OP_GRANT (1.2) */
+#define POHMEL_FEAT_SEAL_AES	(1ULL << 8)	/* AES-256-GCM records (1.3) */
+#define POHMEL_FEAT_SEAL_CHACHA	(1ULL << 9)	/* ChaCha20-Poly1305 (1.3) */
+#define POHMEL_FEAT_SIGN	(1ULL << 10)	/* records not encrypted (1.3) */
+#define POHMEL_FEAT_AEAD	(POHMEL_FEAT_SEAL_AES | POHMEL_FEAT_SEAL_CHACHA)
 #define POHMEL_FEAT_ALL		(POHMEL_FEAT_AUTH | POHMEL_FEAT_GRANTS | \
 				 POHMEL_FEAT_BATCH | POHMEL_FEAT_RELEASE | \
 				 POHMEL_FEAT_STABLE | POHMEL_FEAT_FD_ACCESS | \
-				 POHMEL_FEAT_IDRANGE | POHMEL_FEAT_ASK_GRANT)
+				 POHMEL_FEAT_IDRANGE | POHMEL_FEAT_ASK_GRANT | \
+				 POHMEL_FEAT_AEAD | POHMEL_FEAT_SIGN)
 
 /* hdr.flags */
 #define POHMEL_HF_REPLY		0x0001	/* this is a reply to hdr.tag */
 #define POHMEL_HF_SERVER	0x0002	/* server-initiated (RECALL) */
 #define POHMEL_HF_GROUPS	0x0004	/* payload starts with a groups block */
-#define POHMEL_HF_SEALED	0x0008	/* reserved: AEAD-protected payload */
+#define POHMEL_HF_SEALED	0x0008	/* a record (1.3): outer header only */
 #define POHMEL_HF_ALL		(POHMEL_HF_REPLY | POHMEL_HF_SERVER | \
 				 POHMEL_HF_GROUPS)
 
@@ -355,7 +409,8 @@ struct pohmel_attr {
 #define POHMEL_ATTR_SIZE	120
 
 /*
- * HELLO request: body, nothing after it.
+ * HELLO request: body, then key_len bytes of key name (1.3; a 1.2
+ * request has key_len 0 and nothing after the body).
  * HELLO reply: struct pohmel_hello, with mac = mac_s (zero without AUTH),
  * features = the negotiated set, max_msg = min of both.
  */
@@ -365,7 +420,8 @@ struct pohmel_hello {
 	__be16 minor;
 	__be64 features;
 	__be32 max_msg;
-	__be32 pad;
+	__be16 key_len;		/* request (1.3): key name bytes after body */
+	__be16 pad;
 	/* client identity (request); reply: write verifier (FEAT_STABLE) */
 	__u8 uuid[16];
 	__be64 boot_gen;	/* client boot generation; server's in reply */
