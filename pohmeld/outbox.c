@@ -48,6 +48,7 @@
  * a call that may block. Pushers only ever trylock write_mu.
  */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
@@ -230,16 +231,18 @@ static int wait_writable(struct conn *c)
 }
 
 /*
- * write_mu held: write what is queued, in order. With block (a reply
- * comes next), wait for the socket as long as it takes bytes; without,
+ * write_mu held: write what is queued, in order, the first limit
+ * messages only. With block (a reply comes next), wait for the socket
+ * as long as it takes bytes; without,
  * stop when it takes no more, and cut c if nothing went out for a lease
  * while a message waited. 0, or EPIPE once nothing can be written.
  */
-static int ob_flush(struct conn *c, bool block)
+static int ob_flush_n(struct conn *c, bool block, unsigned int limit)
 {
 	struct outbox *ob = &c->ob;
 	struct timespec since;
 	struct ob_msg *m, *done;
+	unsigned int sent = 0;
 	size_t off;
 	ssize_t n;
 	int err;
@@ -254,7 +257,7 @@ static int ob_flush(struct conn *c, bool block)
 		off = ob->off;
 		since = ob->since;
 		pthread_mutex_unlock(&ob->mu);
-		if (!m)
+		if (!m || sent == limit)
 			return 0;
 		/* m stays: only a holder of write_mu takes messages off. */
 		n = send(c->fd, m->data + off, m->len - off,
@@ -272,6 +275,7 @@ static int ob_flush(struct conn *c, bool block)
 				ob->bytes -= OB_COST(m->len);
 				ob->count--;
 				done = m;
+				sent++;
 			}
 			pthread_mutex_unlock(&ob->mu);
 			free(done);
@@ -294,6 +298,12 @@ static int ob_flush(struct conn *c, bool block)
 		ob_kill(c, CUT_ERROR);
 		return EPIPE;
 	}
+}
+
+/* write_mu held: all that is queued (see ob_flush_n). */
+static int ob_flush(struct conn *c, bool block)
+{
+	return ob_flush_n(c, block, UINT_MAX);
 }
 
 /*
@@ -327,13 +337,15 @@ int outbox_push(struct conn *c, const void *buf, size_t len)
 		free(m);
 		return EPIPE;
 	}
-	full = ob->bytes + OB_COST(len) > ob_max;
+	/* m->len is what goes on the wire, and what the bound is charged
+	 * (ob_flush takes OB_COST(m->len) off again). */
+	if (ob->sealed)
+		m->len = len + REC_OVERHEAD;
+	full = ob->bytes + OB_COST(m->len) > ob_max;
 	/* Sealed as queued: the counter follows the queue's order, which
 	 * is the order on the wire. */
-	if (!full && ob->sealed) {
+	if (!full && ob->sealed)
 		bad = ob_seal_locked(ob, buf, (uint32_t)len, m->data);
-		m->len = len + REC_OVERHEAD;
-	}
 	if (bad) {
 		pthread_mutex_unlock(&ob->mu);
 		free(m);
@@ -348,7 +360,7 @@ int outbox_push(struct conn *c, const void *buf, size_t len)
 			clock_gettime(CLOCK_MONOTONIC, &ob->since);
 		}
 		ob->tail = m;
-		ob->bytes += OB_COST(len);
+		ob->bytes += OB_COST(m->len);
 		ob->count++;
 	}
 	pthread_mutex_unlock(&ob->mu);
@@ -434,42 +446,37 @@ static int write_all(struct conn *c, const uint8_t *p, size_t len)
 int outbox_reply(struct conn *c, const void *buf, size_t len)
 {
 	struct outbox *ob = &c->ob;
+	unsigned int ahead;
 	uint8_t *rec = NULL;
 	bool bad = false;
-	int err;
+	int err = 0;
 
 	pthread_mutex_lock(&ob->write_mu);
-	for (;;) {
-		err = ob_flush(c, true);
-		if (err)
-			break;
-		pthread_mutex_lock(&ob->mu);
-		if (ob->head) {
-			/* pushed meanwhile: it is older, it goes first */
-			pthread_mutex_unlock(&ob->mu);
-			continue;
-		}
-		if (ob->sealed && !rec) {
-			pthread_mutex_unlock(&ob->mu);
-			rec = malloc(len + REC_OVERHEAD);
-			if (!rec) {
-				ob_kill(c, CUT_NOMEM);
-				err = EPIPE;
-				break;
-			}
-			continue;
-		}
-		/* Nothing queued and write_mu held: this record's counter
-		 * is the next on the wire, whatever is pushed meanwhile. */
-		if (ob->sealed)
-			bad = ob_seal_locked(ob, buf, (uint32_t)len, rec);
+	pthread_mutex_lock(&ob->mu);
+	if (ob->sealed) {
 		pthread_mutex_unlock(&ob->mu);
-		break;
+		rec = malloc(len + REC_OVERHEAD);
+		if (!rec) {
+			ob_kill(c, CUT_NOMEM);
+			err = EPIPE;
+		}
+		pthread_mutex_lock(&ob->mu);
 	}
+	/*
+	 * The reply's place on the wire is after what is queued now, before
+	 * what is pushed from now on: with the record layer on, its counter
+	 * is taken here, in that order (pushers seal under mu as well).
+	 */
+	ahead = ob->count;
+	if (!err && rec)
+		bad = ob_seal_locked(ob, buf, (uint32_t)len, rec);
+	pthread_mutex_unlock(&ob->mu);
 	if (!err && bad) {
 		ob_kill(c, CUT_SEAL);
 		err = EPIPE;
 	}
+	if (!err)
+		err = ob_flush_n(c, true, ahead);
 	if (!err)
 		err = rec ? write_all(c, rec, len + REC_OVERHEAD) :
 			    write_all(c, buf, len);

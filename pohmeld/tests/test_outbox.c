@@ -141,6 +141,11 @@ static size_t queued(struct conn *c)
 struct run {
 	struct conn *c;
 	int peer;
+	bool sealed;		/* records: opened in order by the peer */
+	struct aead rx;
+	uint64_t ctr;
+	uint8_t *rec;		/* the record being read */
+	size_t rhave;
 	atomic_bool stop;	/* the drainer's */
 	int derr, rerr;		/* the drainer's, the replier's */
 	struct parser p;	/* the peer reader's, until joined */
@@ -173,6 +178,44 @@ static void *replier(void *arg)
 	return NULL;
 }
 
+/*
+ * A sealed outbox's stream: records, each opened with the next counter
+ * (so one sealed out of the order it was written in does not open),
+ * their inner bytes parsed as the plain stream is.
+ */
+static void rec_feed(struct run *r, const uint8_t *b, size_t n)
+{
+	uint32_t len, take;
+
+	while (n && !r->p.bad) {
+		take = r->rhave < POHMEL_HDR_SIZE ?
+		       POHMEL_HDR_SIZE - (uint32_t)r->rhave : 0;
+		if (!take) {
+			len = get32(r->rec);
+			if (len < REC_OVERHEAD + HDR ||
+			    len > REC_OVERHEAD + REPLY_MAX) {
+				r->p.bad = true;
+				return;
+			}
+			take = len - (uint32_t)r->rhave;
+		}
+		take = (uint32_t)MIN((size_t)take, n);
+		memcpy(r->rec + r->rhave, b, take);
+		r->rhave += take;
+		b += take;
+		n -= take;
+		if (r->rhave < POHMEL_HDR_SIZE || r->rhave < get32(r->rec))
+			continue;
+		len = get32(r->rec) - REC_OVERHEAD;
+		if (rec_open(&r->rx, r->ctr++, false, r->rec, len)) {
+			r->p.bad = true;
+			return;
+		}
+		parse(&r->p, r->rec + POHMEL_HDR_SIZE, len);
+		r->rhave = 0;
+	}
+}
+
 /* The peer reads in bursts of up to 1 MiB, then pauses 50 ms, so that
  * the socket fills and the outbox holds messages now and then; until
  * it has every message, or for at most a minute. */
@@ -193,7 +236,10 @@ static void *peer_reader(void *arg)
 		n = read(r->peer, buf, sizeof(buf));
 		if (n <= 0)
 			break;
-		parse(&r->p, buf, (size_t)n);
+		if (r->sealed)
+			rec_feed(r, buf, (size_t)n);
+		else
+			parse(&r->p, buf, (size_t)n);
 		r->bytes += n;
 		burst += n;
 		if (burst > (1 << 20)) {
@@ -204,14 +250,25 @@ static void *peer_reader(void *arg)
 	return NULL;
 }
 
-static void t_shared_socket(void)
+/* sealed: the outbox seals as it queues and replies (1.3 records). */
+static void t_shared_socket(bool sealed)
 {
+	static const uint8_t key[32] = { 1, 2, 3 };
+	const char *k = sealed ? "shared, sealed" : "shared";
 	struct run r = { 0 };
 	pthread_t td, tr, tp;
 	double worst = 0, t;
 	int i, err = 0;
 
 	r.c = conn_new(&r.peer);
+	if (sealed) {
+		r.sealed = true;
+		r.rec = malloc(REPLY_MAX + REC_OVERHEAD);
+		if (!r.rec || outbox_seal(r.c, POHMEL_FEAT_SEAL_AES, false,
+					  key, 0) ||
+		    aead_init(&r.rx, POHMEL_FEAT_SEAL_AES, key, false))
+			abort();
+	}
 	pthread_create(&td, NULL, drainer, &r);
 	pthread_create(&tr, NULL, replier, &r);
 	pthread_create(&tp, NULL, peer_reader, &r);
@@ -231,17 +288,23 @@ static void t_shared_socket(void)
 	pthread_join(tp, NULL);
 	atomic_store(&r.stop, true);
 	pthread_join(td, NULL);
-	CHECK(!err && !r.rerr && !r.derr, "shared: %d pushes and %d replies "
-	      "written (%s)", NPUSH, NREPLY,
+	CHECK(!err && !r.rerr && !r.derr, "%s: %d pushes and %d replies "
+	      "written (%s)", k, NPUSH, NREPLY,
 	      strerror(err ? err : r.rerr ? r.rerr : r.derr));
 	CHECK(!r.p.bad && r.p.next[0] == NPUSH && r.p.next[1] == NREPLY &&
-	      !r.p.have, "shared: the peer read %u pushed and %u replied "
-	      "messages, whole and each in order (%ld bytes)", r.p.next[0],
+	      !r.p.have, "%s: the peer read %u pushed and %u replied "
+	      "messages, whole and each in order (%ld bytes)", k, r.p.next[0],
 	      r.p.next[1], r.bytes);
-	CHECK(worst < 0.25, "shared: no push waited for the socket (slowest "
-	      "%.4f s; the peer pauses 0.05 s)", worst);
+	if (sealed)
+		CHECK(!r.p.bad && r.ctr == NPUSH + NREPLY && !r.rhave,
+		      "%s: %llu records, each opened with the next counter",
+		      k, (unsigned long long)r.ctr);
+	CHECK(worst < 0.25, "%s: no push waited for the socket (slowest "
+	      "%.4f s; the peer pauses 0.05 s)", k, worst);
 	CHECK(!stats.outbox_cut_stalled && !stats.outbox_cut_full,
-	      "shared: nothing cut");
+	      "%s: nothing cut", k);
+	aead_fini(&r.rx);
+	free(r.rec);
 	conn_free(r.c, r.peer);
 }
 
@@ -431,7 +494,8 @@ int main(void)
 	config_defaults(&srv.cfg);
 	log_level = LOG_ERR;	/* the cuts are expected */
 	srandom(1);
-	t_shared_socket();
+	t_shared_socket(false);
+	t_shared_socket(true);
 	t_stall_writer();
 	t_stall_reader();
 	t_overflow();
