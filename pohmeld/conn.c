@@ -739,11 +739,12 @@ int conns_revoke(const struct policy *p)
 	for (c = conns; c; c = c->next) {
 		if (!atomic_load(&c->keyed) || policy_has_owner(p, c->owner))
 			continue;
-		shutdown(c->fd, SHUT_RDWR);
-		stats.keys_revoked++;
-		n++;
+		/* said before it happens: the client sees the close next */
 		log_warn("%s: key '%s' revoked (no longer in the key file): connection closed",
 			 c->peer, c->keyname);
+		stats.keys_revoked++;
+		n++;
+		shutdown(c->fd, SHUT_RDWR);
 	}
 	pthread_mutex_unlock(&conns_mu);
 	return n;
