@@ -109,7 +109,7 @@ static int send_req(struct pohmel_conn *c, struct pohmel_req *req)
 	lockdep_assert_held(&c->send_mutex);
 	h->tag = cpu_to_be32(req->tag);
 	h->seq = cpu_to_be64(req->seq);
-	err = pohmel_conn_send_all(c->sock, req->sbuf, req->slen);
+	err = pohmel_seal_send(c->seal, c->sock, req->sbuf, req->slen);
 	if (err) {
 		/* the stream is now unframed: let the thread start over */
 		kernel_sock_shutdown(c->sock, SHUT_RDWR);
@@ -351,7 +351,8 @@ static void async_work(struct work_struct *work)
 
 /* ---- the receive thread ---------------------------------------------- */
 
-static int connect_once(struct pohmel_conn *c, struct socket **sockp)
+static int connect_once(struct pohmel_conn *c, struct socket **sockp,
+			struct pohmel_seal **sealp)
 {
 	struct socket *sock;
 	int err;
@@ -376,7 +377,7 @@ static int connect_once(struct pohmel_conn *c, struct socket **sockp)
 		err = -ETIMEDOUT;
 	if (err)
 		goto err_sock;
-	err = pohmel_session_handshake(c, sock);
+	err = pohmel_session_handshake(c, sock, sealp);
 	if (err)
 		goto err_sock;
 	sock->sk->sk_rcvtimeo = MAX_SCHEDULE_TIMEOUT;
@@ -395,15 +396,16 @@ err_sock:
 	return err;
 }
 
-static int conn_connect(struct pohmel_conn *c, struct socket **sockp)
+static int conn_connect(struct pohmel_conn *c, struct socket **sockp,
+			struct pohmel_seal **sealp)
 {
 	bool proto10 = c->sess.proto10;
-	int err = connect_once(c, sockp);
+	int err = connect_once(c, sockp, sealp);
 
 	/* the handshake learnt that the server is 1.0: once more without */
 	if (err == -EAGAIN && !proto10 && c->sess.proto10) {
 		pr_warn("%pISpc: %s\n", &c->addr, c->why);
-		err = connect_once(c, sockp);
+		err = connect_once(c, sockp, sealp);
 	}
 	return err;
 }
@@ -412,13 +414,15 @@ static int conn_connect(struct pohmel_conn *c, struct socket **sockp)
  * Install a fresh socket and replay everything unanswered, in order,
  * before anyone else may send.
  */
-static void conn_up(struct pohmel_conn *c, struct socket *sock)
+static void conn_up(struct pohmel_conn *c, struct socket *sock,
+		    struct pohmel_seal *seal)
 {
 	struct pohmel_req *req;
 
 	mutex_lock(&c->send_mutex);
 	spin_lock(&c->lock);
 	c->sock = sock;
+	c->seal = seal;
 	spin_unlock(&c->lock);
 	for (;;) {
 		bool found = false;
@@ -453,6 +457,7 @@ static void conn_up(struct pohmel_conn *c, struct socket *sock)
 static void conn_down(struct pohmel_conn *c)
 {
 	struct pohmel_req *req, *tmp;
+	struct pohmel_seal *seal;
 	struct socket *sock;
 	unsigned long tag;
 	LIST_HEAD(done);
@@ -463,6 +468,8 @@ static void conn_down(struct pohmel_conn *c)
 	c->up = false;
 	sock = c->sock;
 	c->sock = NULL;
+	seal = c->seal;
+	c->seal = NULL;
 	if (sock)	/* grants end with their connection */
 		WRITE_ONCE(c->gen, c->gen + 1);
 	list_for_each_entry_safe(req, tmp, &c->queue, list) {
@@ -486,6 +493,7 @@ static void conn_down(struct pohmel_conn *c)
 			xa_erase(&c->tags, tag);
 	spin_unlock(&c->lock);
 	mutex_unlock(&c->send_mutex);
+	pohmel_seal_free(seal);	/* its receiver is this thread, or gone */
 	list_for_each_entry_safe(req, tmp, &done, list) {
 		list_del_init(&req->list);
 		pohmel_req_put(req);	/* the queue's reference */
@@ -809,30 +817,33 @@ static int queue_recall(struct pohmel_conn *c, const struct pohmel_hdr *h,
 }
 
 /* Receive one message. Returns 0, or -errno to drop the connection. */
-static int recv_one(struct pohmel_conn *c, struct socket *sock)
+static int recv_one(struct pohmel_conn *c, struct socket *sock,
+		    struct pohmel_seal *seal)
 {
-	struct pohmel_hdr h;
+	struct pohmel_hdr h = {};
 	struct pohmel_req *req;
 	u8 *buf = NULL;
 	u32 len, status, tag;
 	void *entry;
 	int err;
 
-	err = pohmel_conn_recv_all(sock, &h, sizeof(h));
+	err = pohmel_seal_recv(seal, sock, &h, &buf, c->sess.max_msg);
+	if (err == -EBADMSG) {
+		atomic64_inc(&c->stats.seal_failures);
+		pr_warn_ratelimited("%pISpc: a record failed its integrity check (changed, lost, repeated or forged on the way): dropping the connection\n",
+				    &c->addr);
+		return -EPROTO;
+	}
+	if (err == -EKEYEXPIRED) {
+		pr_info_ratelimited("%pISpc: keys used up on this connection: reconnecting for new ones\n",
+				    &c->addr);
+		return err;
+	}
+	if (err == -EPROTO)
+		goto proto;
 	if (err)
 		return err;
-	err = pohmel_check_hdr(&h, c->sess.max_msg);
-	if (err)
-		goto proto;
 	len = be32_to_cpu(h.len);
-	if (len) {
-		buf = pohmel_msg_alloc(len, 0);
-		if (!buf)
-			return -ENOMEM;
-		err = pohmel_conn_recv_all(sock, buf, len);
-		if (err)
-			goto out_free;
-	}
 	atomic64_add(POHMEL_HDR_SIZE + len, &c->stats.bytes_recv);
 	if (be16_to_cpu(h.flags) & POHMEL_HF_SERVER) {
 		err = queue_recall(c, &h, buf, len);
@@ -919,6 +930,7 @@ static int conn_thread(void *data)
 	struct pohmel_conn *c = data;
 	unsigned long backoff = POHMEL_BACKOFF_MIN;
 	unsigned int nofs = memalloc_nofs_save();
+	struct pohmel_seal *seal;
 	struct socket *sock;
 	int logged = 0;		/* 1: lost said, 2: reason said too */
 	int err;
@@ -927,9 +939,10 @@ static int conn_thread(void *data)
 	while (!kthread_should_stop()) {
 		spin_lock(&c->lock);
 		sock = c->sock;
+		seal = c->seal;
 		spin_unlock(&c->lock);
 		while (sock && !kthread_should_stop()) {
-			err = recv_one(c, sock);
+			err = recv_one(c, sock, seal);
 			if (err)
 				break;
 			cond_resched();	/* a flood must not hog the CPU */
@@ -945,7 +958,7 @@ static int conn_thread(void *data)
 		if (!logged)
 			pr_notice("%pISpc: connection lost, reconnecting\n",
 				  &c->addr);
-		err = conn_connect(c, &sock);
+		err = conn_connect(c, &sock, &seal);
 		if (err && c->why && logged < 2) {
 			pr_warn("%pISpc: reconnect failed: %s\n", &c->addr,
 				c->why);
@@ -961,7 +974,7 @@ static int conn_thread(void *data)
 		logged = 0;
 		backoff = POHMEL_BACKOFF_MIN;
 		atomic64_inc(&c->stats.reconnects);
-		conn_up(c, sock);
+		conn_up(c, sock, seal);
 	}
 	memalloc_nofs_restore(nofs);
 	return 0;
@@ -995,13 +1008,14 @@ int pohmel_conn_init(struct pohmel_conn *c)
 /* First connection, in the mounter's context so errors reach mount(2). */
 int pohmel_conn_start(struct pohmel_conn *c)
 {
+	struct pohmel_seal *seal;
 	struct socket *sock;
 	int err;
 
-	err = conn_connect(c, &sock);
+	err = conn_connect(c, &sock, &seal);
 	if (err)
 		return err;
-	conn_up(c, sock);
+	conn_up(c, sock, seal);
 	c->task = kthread_run(conn_thread, c, "pohmelfs-conn");
 	if (IS_ERR(c->task)) {
 		err = PTR_ERR(c->task);

@@ -18,6 +18,7 @@
 #include <linux/xarray.h>
 
 #include "pohmel_proto.h"
+#include "seal.h"
 
 struct socket;
 struct task_struct;
@@ -87,6 +88,8 @@ struct pohmel_conn_stats {
 	atomic64_t recall_max_ns;	/* the longest of them */
 	atomic64_t releases;		/* grants given back (oids in RELEASE) */
 	atomic64_t seq_waits;		/* held back by the reply-cache window */
+	atomic64_t auth_failures;	/* handshakes refused either way */
+	atomic64_t seal_failures;	/* records that failed their tag */
 };
 
 /*
@@ -122,6 +125,9 @@ struct pohmel_session {
 	u32 max_msg;			/* negotiated */
 	u8 key[POHMEL_KEY_MAX];
 	unsigned int keylen;		/* 0: no authentication */
+	char keyname[POHMEL_KEYNAME_MAX + 1];
+	unsigned int keyname_len;
+	enum pohmel_sec sec;		/* what the mount requires */
 	u8 root_attr[POHMEL_ATTR_SIZE];	/* wire copy from the AUTH reply */
 };
 
@@ -171,6 +177,12 @@ struct pohmel_conn {
 	 */
 	struct mutex send_mutex;
 	struct socket *sock;		/* send_mutex (and lock to publish) */
+	/*
+	 * What protects sock's records (NULL: plain): set and freed with
+	 * sock; its tx half used under send_mutex, its rx half by the
+	 * receive thread only (seal.c).
+	 */
+	struct pohmel_seal *seal;
 	/*
 	 * sock_mutex lets umount -f shut the socket down without
 	 * send_mutex, which a sender stuck on a server that stopped reading
@@ -272,13 +284,9 @@ int pohmel_conn_recv_all(struct socket *sock, void *buf, size_t len);
 
 /* session.c */
 void pohmel_session_init(struct pohmel_session *s);
-int pohmel_session_handshake(struct pohmel_conn *c, struct socket *sock);
+int pohmel_session_handshake(struct pohmel_conn *c, struct socket *sock,
+			     struct pohmel_seal **sealp);
 u64 pohmel_session_acked_seq(struct pohmel_conn *c);
-
-/* auth.c */
-int pohmel_auth_mac(const u8 *key, unsigned int keylen, const char *label,
-		    const u8 *nonce_a, const u8 *nonce_b, const u8 *uuid,
-		    u8 *mac);
 
 /* proto.c: request building and reply validation */
 struct pohmel_req *pohmel_req_alloc(struct pohmel_conn *c, u16 op,
