@@ -206,12 +206,12 @@ static int dir_crypt(struct seal_dir *d, bool sign, u32 n, bool enc)
 	__be64 ctr = cpu_to_be64(d->ctr);
 	u8 iv[SEAL_IV_LEN] = { 0 };
 	DECLARE_CRYPTO_WAIT(wait);
+	u64 limit = min_t(u64, READ_ONCE(seal_msgs_max), POHMEL_SEAL_MSGS_MAX);
 	u32 ad = POHMEL_HDR_SIZE + (sign ? n : 0);
 	u32 text = (sign ? 0 : n) + (enc ? 0 : POHMEL_TAG_LEN);
 	int err;
 
-	if (d->ctr >= min_t(u64, READ_ONCE(seal_msgs_max),
-			       POHMEL_SEAL_MSGS_MAX))
+	if (d->ctr >= limit)
 		return -EKEYEXPIRED;	/* a new connection has new keys */
 	memcpy(iv + 4, &ctr, sizeof(ctr));
 	aead_request_set_callback(d->req, CRYPTO_TFM_REQ_MAY_BACKLOG,
