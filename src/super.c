@@ -9,6 +9,7 @@
  *                                      grants=on|off
  */
 #include <linux/backing-dev.h>
+#include <linux/ctype.h>
 #include <linux/cred.h>
 #include <linux/fs_context.h>
 #include <linux/fs_parser.h>
