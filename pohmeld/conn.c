@@ -254,7 +254,8 @@ static void trim(uint8_t *buf)
 		madvise((void *)start, end - start, MADV_DONTNEED);
 }
 
-static bool conn_queued(struct conn *c);
+static bool must_queue(struct conn *c, const uint8_t *raw, uint32_t len,
+		       struct order *o);
 
 static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 {
@@ -262,6 +263,7 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 
 	for (;;) {
 		uint32_t outlen = 0;
+		struct order ord;
 		struct whdr h;
 		int ret;
 
@@ -293,7 +295,7 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 		if (ret != 1)
 			return;
 		if (h.op != POHMEL_OP_RECALL_ACK && c->state == CONN_AUTHED &&
-		    conn_queued(c))
+		    must_queue(c, rx, POHMEL_HDR_SIZE + h.len, &ord))
 			ret = DISPATCH_DEFER;
 		else
 			ret = dispatch(c, rx, POHMEL_HDR_SIZE + h.len, tx,
@@ -332,6 +334,7 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
  */
 struct work {
 	struct work *next;		/* c->dq, under c->defer_mu */
+	struct order ord;		/* what later requests wait for */
 	uint32_t len;
 	uint8_t raw[];
 };
@@ -438,6 +441,7 @@ static void *work_thread(void *arg)
 		} else {
 			c->dq_running = false;
 		}
+		c->dq_cur = w;
 		pthread_mutex_unlock(&c->defer_mu);
 		dq_drained();
 		if (!w)
@@ -455,6 +459,9 @@ static void *work_thread(void *arg)
 			outbox_reply(c, tx, outlen);
 		if (ret == DISPATCH_DROP || ret == DISPATCH_CLOSE)
 			shutdown(c->fd, SHUT_RDWR);	/* BYE, bad message */
+		pthread_mutex_lock(&c->defer_mu);
+		c->dq_cur = NULL;
+		pthread_mutex_unlock(&c->defer_mu);
 		free(w);
 	}
 	free(tx);
@@ -468,13 +475,29 @@ static void *work_thread(void *arg)
 	return NULL;
 }
 
-/* Requests queue behind a deferred one (RECALL_ACK never does). */
-static bool conn_queued(struct conn *c)
+/*
+ * A request queues behind the worker's if it must keep its order with
+ * the one running or one queued (order.c); else it runs now, on the
+ * connection's thread. RECALL_ACK never queues (the caller's test).
+ * *o is what it orders with, set when it must queue.
+ */
+static bool must_queue(struct conn *c, const uint8_t *raw, uint32_t len,
+		       struct order *o)
 {
+	struct work *w;
 	bool q;
 
 	pthread_mutex_lock(&c->defer_mu);
 	q = c->dq_running;
+	pthread_mutex_unlock(&c->defer_mu);
+	if (!q)
+		return false;
+	order_of(raw, len, c->max_msg, o);
+	pthread_mutex_lock(&c->defer_mu);
+	q = c->dq_running && c->dq_cur && order_overlap(&c->dq_cur->ord, o);
+	for (w = c->dq_head; c->dq_running && w && !q; w = w->next)
+		q = order_overlap(&w->ord, o);
+	/* the worker may have finished meanwhile: nothing to wait for */
 	pthread_mutex_unlock(&c->defer_mu);
 	return q;
 }
@@ -497,6 +520,7 @@ int conn_defer(struct conn *c, const uint8_t *raw, uint32_t rawlen)
 	memcpy(w->raw, raw, rawlen);
 	w->len = rawlen;
 	w->next = NULL;
+	order_of(raw, rawlen, c->max_msg, &w->ord);
 	pthread_mutex_lock(&c->defer_mu);
 	if (c->dq_running) {
 		if (c->dq_tail)
