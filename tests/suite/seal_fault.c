@@ -166,7 +166,7 @@ static void tamper_hello(struct flow *f, unsigned char *msg, size_t len)
 	uint64_t was;
 
 	if (len < HDR_SIZE + HELLO_SIZE) {
-		say("fault: %s: HELLO request of connection %d too short (len %zu), not changed",
+		say("%s: HELLO request of connection %d too short (len %zu), not changed",
 		    mode_names[cur.mode], f->conn, len);
 		return;
 	}
