@@ -28,7 +28,7 @@
 #   options  /proc/mounts says sec=seal (the default with a key) and
 #            mountstats' protection line names the cipher
 # Knobs: POHMEL_SEAL_FAULTS (faults, ';' between, see seal_relay.c),
-# POHMEL_SEAL_FILES (4), POHMEL_SEAL_LINES (6), POHMEL_POHMELD (the
+# POHMEL_SEAL_FILES (3), POHMEL_SEAL_LINES (4), POHMEL_POHMELD (the
 # server binary, default /usr/local/sbin/pohmeld).
 # Usage: seal.sh BIN SCRATCH [local]
 bin=$1 GS=$2 local=${3:-}
@@ -40,7 +40,7 @@ if [ -n "$local" ] || [ -z "${POHMEL_SERVER:-}" ] || ! is_root; then
 fi
 
 PA=7451 RP=7452 PB=7453
-files=${POHMEL_SEAL_FILES:-4} lines=${POHMEL_SEAL_LINES:-6}
+files=${POHMEL_SEAL_FILES:-3} lines=${POHMEL_SEAL_LINES:-4}
 faults=${POHMEL_SEAL_FAULTS:-"pass; flip c2s 4 hdr; flip s2c 4 hdr; flip c2s 5 body; flip s2c 6 last;
 truncate c2s 5; truncate s2c 5; drop c2s 5; drop s2c 5; reorder c2s 5; reorder s2c 5;
 replay c2s 5; replay s2c 5; inject c2s 5; inject s2c 5"}
@@ -192,7 +192,7 @@ fault_run() {
 		tail -n 3 "$rlog" | diag "$(cat)"
 		return
 	fi
-	run_tap "$name: " timeout -k 10 120 "$bin/seal_work" write "$w" "$man" -k "$files" -l "$lines"
+	run_tap "$name: " timeout -k 10 90 "$bin/seal_work" write "$w" "$man" -k "$files" -l "$lines"
 	rc=$?
 	if [ "$spec" = pass ]; then
 		c1=$(conns)
@@ -239,6 +239,11 @@ fault_run() {
 	else
 		pass "$name: no Oops, BUG or WARNING in the kernel log since the group started"
 	fi
+	# a mount that no longer answers would make every later fault time out
+	if ! timeout -k 5 30 touch "$m/alive.$run"; then
+		fail "$name: afterwards the mount still creates a file within 30 s (the faults left are not run)"
+		return 1
+	fi
 }
 
 MS=$GS/m-seal
@@ -261,7 +266,7 @@ else
 	IFS=';' read -ra fl <<<"$(tr '\n' ' ' <<<"$faults")"
 	for f in "${fl[@]}"; do
 		read -r f <<<"$f"	# trimmed
-		[ -n "$f" ] && fault_run "$MS" seal "$f"
+		[ -z "$f" ] || fault_run "$MS" seal "$f" || break
 	done
 	umnt "$MS" && pass "seal: the sealed mount unmounts" || fail "seal: the sealed mount unmounts (needed umount -l)"
 	# sec=auth: the inner messages go in clear, the tag still covers them
@@ -275,7 +280,7 @@ else
 		IFS=';' read -ra fl <<<"$auth_faults"
 		for f in "${fl[@]}"; do
 			read -r f <<<"$f"
-			fault_run "$MS" auth "$f"
+			fault_run "$MS" auth "$f" || break
 		done
 		umnt "$MS" || fail "seal: the signed mount unmounts (needed umount -l)"
 	fi

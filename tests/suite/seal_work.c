@@ -2,13 +2,16 @@
  * relay that spoils one message of the connection.
  *
  *   seal_work write DIR MANIFEST [-k FILES] [-l LINES] [-s MAXSIZE] [-t TICK_MS] [-S SEED]
- *       makes DIR, then FILES files of random content (each created with
- *       O_EXCL, written, fsync'd), LINES numbered lines appended to
- *       DIR/log (O_APPEND, one write and an fdatasync each), chmods,
- *       renames (one into a subdirectory), unlinks, a mkdir+rmdir, and an
- *       fsync of DIR. What must now be there (names, sizes, checksums,
- *       modes) and what must not goes to MANIFEST. A ticker thread
- *       creates DIR/tick/t.N every TICK_MS (250) meanwhile: a dropped or
+ *       makes DIR, then FILES (3) files of random content, up to MAXSIZE
+ *       (24 KiB) each (created with O_EXCL, written, fsync'd; every third
+ *       from the third chmod'ed to 0600), LINES (4) numbered lines
+ *       appended to DIR/log (O_APPEND, one write and an fdatasync each);
+ *       then renames every third file from the first (f.0 again into a
+ *       subdirectory), unlinks every third from the second, makes and
+ *       removes a directory, and fsyncs DIR. What must now be there
+ *       (names, sizes, checksums, modes) and what must not goes to
+ *       MANIFEST. A ticker thread
+ *       creates DIR/tick/t.N every TICK_MS (500) meanwhile: a dropped or
  *       held-back message is only noticed when the next record in its
  *       direction arrives, and a call waiting for its own reply sends
  *       none. TAP: every operation succeeded (a hard mount waits out
@@ -64,7 +67,7 @@ static struct entry *find(const char *name)
 
 /* ---- the ticker ---------------------------------------------------------- */
 static char tick_dir[4096];
-static unsigned int tick_ms = 250;
+static unsigned int tick_ms = 500;
 static int tick_stop, tick_n, tick_err, tick_errno;
 
 static void *ticker(void *arg)
@@ -83,7 +86,10 @@ static void *ticker(void *arg)
 			close(fd);
 		}
 		tick_n++;
-		usleep(tick_ms * 1000);
+		/* in slices: the workload's end must not wait a whole tick */
+		for (unsigned int t = 0; t < tick_ms &&
+		     !__atomic_load_n(&tick_stop, __ATOMIC_SEQ_CST); t += 10)
+			usleep(10000);
 	}
 	return NULL;
 }
@@ -191,7 +197,7 @@ static int do_write(const char *dir, const char *manifest, int files, int lines,
 			e->size = size;
 			e->sum = fnv1a(buf, size);
 			e->mode = 0644;
-			if (i % 4 == 3) {
+			if (i % 3 == 2) {
 				if (op(chmod(pjoin(dir, name), 0600), "chmod", name))
 					goto out;
 				e->mode = 0600;
@@ -208,7 +214,7 @@ static int do_write(const char *dir, const char *manifest, int files, int lines,
 		struct entry *e;
 
 		snprintf(name, sizeof(name), "f.%d", i);
-		if (i % 4 == 0) {
+		if (i % 3 == 0) {
 			snprintf(name2, sizeof(name2), "r.%d", i);
 			if (op(rename(pjoin(dir, name), pjoin(dir, name2)), "rename", name))
 				goto out;
@@ -217,7 +223,7 @@ static int do_write(const char *dir, const char *manifest, int files, int lines,
 			snprintf(ents[nents - 1].name, NAME_LEN, "%s", name2);
 			e->gone = 1;
 			renames++;
-		} else if (i % 4 == 1) {
+		} else if (i % 3 == 1) {
 			if (op(unlink(pjoin(dir, name)), "unlink", name))
 				goto out;
 			find(name)->gone = 1;
@@ -386,7 +392,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	int files = 4, lines = 8, opt;
+	int files = 3, lines = 4, opt;
 	unsigned long maxsize = 24576;
 	unsigned long long seed;
 
