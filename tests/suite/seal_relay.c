@@ -280,7 +280,7 @@ static void set_socket(int fd)
 
 static void accept_one(int lfd)
 {
-	struct sockaddr_in peer, to = { .sin_family = AF_INET };
+	struct sockaddr_in peer = { 0 }, to = { .sin_family = AF_INET };
 	socklen_t plen = sizeof(peer);
 	struct conn *c, **tail;
 	int cfd, sfd, d;
@@ -458,6 +458,7 @@ int main(int argc, char **argv)
 
 			if (!np) {
 				say("out of memory");
+				free(pfd);
 				return 1;
 			}
 			pfd = np;
@@ -479,6 +480,7 @@ int main(int argc, char **argv)
 		}
 		if (poll(pfd, (nfds_t)n, 250) < 0 && errno != EINTR) {
 			say("poll: %s", strerror(errno));
+			free(pfd);
 			return 1;
 		}
 		while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
