@@ -54,16 +54,18 @@ EA=$GS/export-a EB=$GS/export-b
 mkdir -p "$EA" "$EB" "$GS/state-a" "$GS/state-b"
 klog0=$(dmesg | wc -l)
 hexkey() { od -An -tx1 -N32 /dev/urandom | tr -d ' \n'; }
-KA=$(hexkey) KB=$(hexkey) KC=$(hexkey) KX=$(hexkey)
+KA=$(hexkey) KB=$(hexkey) KC=$(hexkey) KX=$(hexkey) KD=$(hexkey)
 # key files are root's, mode 0600 (pohmeld refuses anything else)
 put_keys() {	# FILE LINES...
 	local f=$1
 	shift
 	(umask 077 && printf '%s\n' "$@" >"$f.new") && mv "$f.new" "$f"
 }
-put_keys "$GS/keys-a" "a $KA" "b $KB"
+# "default" is for the pohmel tool (STATS): a bare key in its file is
+# the key named default, whichever handshake (1.2 or 1.3) the tool speaks
+put_keys "$GS/keys-a" "a $KA" "b $KB" "default $KD"
 put_keys "$GS/keys-b" "a $KA" "b $KB"
-put_keys "$GS/keys-tool" "a $KA"
+put_keys "$GS/keys-tool" "$KD"
 cat >"$GS/a.conf" <<EOF
 port $PA
 key-file $GS/keys-a
@@ -136,7 +138,7 @@ umnt() {
 mount_line() { awk -v m="$1" '$2 == m && $3 == "pohmel"' /proc/mounts; }
 mstats() { awk -v m="$1" '$1 == "device" { on = ($5 == m) } on' /proc/self/mountstats; }
 mstat() { mstats "$1" | awk -v k="$2:" '$1 == k { print $2; f = 1; exit } END { if (!f) print -1 }'; }
-# A's counter from STATS (pohmel tool, key a)
+# A's counter from STATS (pohmel tool, key default)
 server_stat() {
 	pohmel -p "$PA" -k "$GS/keys-tool" 127.0.0.1 stats 2>"$GS/stats.err" |
 		awk -v k="$1" '$1 == k { print $2; f = 1 } END { if (!f) print -1 }'
@@ -392,7 +394,7 @@ else
 		fail "seal keys: mounts with keys a and b both write and read"
 	ra0=$(mstat "$MA" reconnects)
 	sl0=$(log_mark "$GS/pohmeld-a.log")
-	put_keys "$GS/keys-a" "a $KA"
+	put_keys "$GS/keys-a" "a $KA" "default $KD"
 	kill -HUP "$pid_a"
 	sleep 1
 	rw_ok "$MA" ka.2 && pass "seal keys: after b is removed and SIGHUP, mount a still writes and reads" ||
@@ -422,7 +424,7 @@ else
 	log_since "$GS/pohmeld-a.log" "$sl0" | tail -n 4 | diag "$(cat)"
 	umnt "$MB" && pass "seal keys: mount b unmounts after its key's removal" ||
 		fail "seal keys: mount b unmounts after its key's removal (needed umount -l)"
-	put_keys "$GS/keys-a" "a $KA" "c $KC"
+	put_keys "$GS/keys-a" "a $KA" "c $KC" "default $KD"
 	kill -HUP "$pid_a"
 	sleep 1
 	if mnt "$MB" "$PA" "key=$KC,keyname=c,sec=seal" 2>"$GS/mount.err" && rw_ok "$MB" kc.1 &&
