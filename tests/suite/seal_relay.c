@@ -475,7 +475,10 @@ int main(int argc, char **argv)
 					ev |= POLLIN;
 				if (qlen(&c->f[!d].q))
 					ev |= POLLOUT;
-				pfd[n++] = (struct pollfd){ .fd = c->fd[d], .events = ev };
+				/* nothing wanted: not polled, or a hung-up peer's
+				 * POLLHUP would wake the loop at once, for ever */
+				pfd[n++] = (struct pollfd){ .fd = ev ? c->fd[d] : -1,
+							    .events = ev };
 			}
 		}
 		if (poll(pfd, (nfds_t)n, 250) < 0 && errno != EINTR) {
