@@ -218,11 +218,16 @@ static int pump_in(struct conn *c, int d)
 static void discard_in(struct conn *c, int d)
 {
 	unsigned char buf[65536];
-	ssize_t n;
+	ssize_t n = -1;
+	int rounds;
 
-	while ((n = recv(c->fd[d], buf, sizeof(buf), 0)) > 0)
-		;
-	if (n == 0 || (errno != EAGAIN && errno != EINTR))
+	/* bounded: a peer that keeps sending must not hold the loop */
+	for (rounds = 0; rounds < 64; rounds++) {
+		n = recv(c->fd[d], buf, sizeof(buf), 0);
+		if (n <= 0)
+			break;
+	}
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
 		c->eof[d] = true;
 }
 
