@@ -11,20 +11,25 @@
 #            the mount and in A's export (nothing lost, nothing applied
 #            twice), the relay saw the client reconnect, a bad record
 #            from the server is counted (mountstats auth_failures), and
-#            the kernel log has no Oops/BUG/WARNING. "pass" first is the
-#            control: no reconnect without a fault. Then two flips on a
-#            sec=auth mount, whose records are in clear but tagged.
+#            the kernel log has no Oops/BUG/WARNING; then the mount must
+#            still create a file, or the faults left are not run. "pass"
+#            first is the control: no reconnect and no bad record counted
+#            without a fault. Then two flips on a sec=auth mount, whose
+#            records are in clear but tagged.
 #   hello    the client's HELLO features or boot_gen changed on the way:
-#            the mount fails, A logs the failed handshake
+#            the mount fails at once (the client refuses the server's
+#            MAC), A logs the handshake given up after its HELLO reply
 #   wire     a marker (content and file name) written and read back
 #            through a sec=seal mount is not in the relay's capture;
 #            through sec=none and sec=auth it is (so the check can fail)
 #   keys     b removed from A's key file + SIGHUP: mount a keeps its
 #            connection and works, mount b's calls fail within 20 s;
 #            c added: b's mount point mounted with c works; a wrong key
-#            fails and A counts it (STATS auth_failures); mount.pohmel
-#            reads keyfile= (NAME HEX lines); B refuses a key that its
-#            keys= does not list, and a sec=none mount
+#            fails with EACCES and A counts it (STATS auth_failures, read
+#            with the pohmel tool and a key named default); mount.pohmel
+#            reads keyfile= (NAME HEX lines) with keyname=; B refuses
+#            (EACCES) a key that its keys= does not list, and a sec=none
+#            mount, while it takes key a sealed
 #   options  /proc/mounts says sec=seal (the default with a key) and
 #            mountstats' protection line names the cipher
 # Knobs: POHMEL_SEAL_FAULTS (faults, ';' between, see seal_relay.c),
