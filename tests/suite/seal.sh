@@ -10,7 +10,7 @@
 #            succeeds, every file and the append log are exact through
 #            the mount and in A's export (nothing lost, nothing applied
 #            twice), the relay saw the client reconnect, a bad record
-#            from the server is counted (mountstats auth_failures), and
+#            from the server is counted (mountstats seal_failures), and
 #            the kernel log has no Oops/BUG/WARNING; then the mount must
 #            still create a file, or the faults left are not run. "pass"
 #            first is the control: no reconnect and no bad record counted
@@ -23,7 +23,8 @@
 #            through a sec=seal mount is not in the relay's capture;
 #            through sec=none and sec=auth it is (so the check can fail)
 #   keys     b removed from A's key file + SIGHUP: mount a keeps its
-#            connection and works, mount b's calls fail within 20 s;
+#            connection and works, mount b's calls fail within 20 s and
+#            it counts the refused reconnect (mountstats auth_failures);
 #            c added: b's mount point mounted with c works; a wrong key
 #            fails with EACCES and A counts it (STATS auth_failures, read
 #            with the pohmel tool and a key named default); mount.pohmel
@@ -213,12 +214,12 @@ nlines() { grep -c "^$1" "$rlog"; }
 run=0
 # fault_run MNT SEC SPEC: the workload while the relay spoils one message
 fault_run() {
-	local m=$1 sec=$2 spec=$3 name c0 c1 a0 f0 r0 af0 af1 pe0 pe1 sl0 rc
+	local m=$1 sec=$2 spec=$3 name c0 c1 a0 f0 r0 sf0 sf1 pe0 pe1 sl0 rc
 	run=$((run + 1))
 	name="seal sec=$sec $spec"
 	local w=$m/run$run e=$EA/run$run man=$GS/run$run.man
 	c0=$(conns) f0=$(nlines 'relay: fault:') a0=$(nlines 'relay: armed')
-	r0=$(mstat "$m" reconnects) af0=$(mstat "$m" auth_failures) pe0=$(mstat "$m" proto_errors)
+	r0=$(mstat "$m" reconnects) sf0=$(mstat "$m" seal_failures) pe0=$(mstat "$m" proto_errors)
 	sl0=$(log_mark "$GS/pohmeld-a.log")
 	echo "$spec" >"$ctl"
 	kill -USR1 "$rpid"
@@ -249,24 +250,25 @@ fault_run() {
 			fail "$name: the client reconnected (the relay saw a new connection)"
 		fi
 	fi
-	af1=$(mstat "$m" auth_failures) pe1=$(mstat "$m" proto_errors)
-	diag "mountstats reconnects $r0 -> $(mstat "$m" reconnects), auth_failures $af0 -> $af1, proto_errors $pe0 -> $pe1"
-	# the client opens the server's records: a bad one is counted (a
-	# changed outer header may be refused before the tag as malformed)
+	sf1=$(mstat "$m" seal_failures) pe1=$(mstat "$m" proto_errors)
+	diag "mountstats reconnects $r0 -> $(mstat "$m" reconnects), seal_failures $sf0 -> $sf1, proto_errors $pe0 -> $pe1, auth_failures $(mstat "$m" auth_failures)"
+	# the client opens the server's records: one whose tag fails is
+	# counted (seal_failures); an outer header with a field changed is
+	# refused before the tag, as malformed (proto_errors)
 	case $spec in
 	pass)
-		[ "$af0" -ge 0 ] && [ "$af1" = "$af0" ] &&
-			pass "$name: no bad record counted without a fault (control: mountstats auth_failures unchanged)" ||
-			fail "$name: no bad record counted without a fault (control: mountstats auth_failures unchanged)" ;;
+		[ "$sf0" -ge 0 ] && [ "$sf1" = "$sf0" ] &&
+			pass "$name: no bad record counted without a fault (control: mountstats seal_failures unchanged)" ||
+			fail "$name: no bad record counted without a fault (control: mountstats seal_failures unchanged)" ;;
 	*s2c*hdr*)
-		[ "$af1" -gt "$af0" ] || [ "$pe1" -gt "$pe0" ] &&
-			pass "$name: the client counted the bad record (mountstats auth_failures or proto_errors)" ||
-			fail "$name: the client counted the bad record (mountstats auth_failures or proto_errors)" ;;
+		[ "$sf1" -gt "$sf0" ] || [ "$pe1" -gt "$pe0" ] &&
+			pass "$name: the client counted the bad record (mountstats proto_errors or seal_failures)" ||
+			fail "$name: the client counted the bad record (mountstats proto_errors or seal_failures)" ;;
 	*truncate*) ;;
 	*s2c*)
-		[ "$af0" -ge 0 ] && [ "$af1" -gt "$af0" ] &&
-			pass "$name: the client counted the bad record (mountstats auth_failures)" ||
-			fail "$name: the client counted the bad record (mountstats auth_failures)" ;;
+		[ "$sf0" -ge 0 ] && [ "$sf1" -gt "$sf0" ] &&
+			pass "$name: the client counted the bad record (mountstats seal_failures)" ||
+			fail "$name: the client counted the bad record (mountstats seal_failures)" ;;
 	esac
 	[ "$rc" = 0 ] || log_since "$GS/pohmeld-a.log" "$sl0" | tail -n 5 | diag "$(cat)"
 	drop "$m"
@@ -423,7 +425,7 @@ else
 	rw_ok "$MA" ka.1 && rw_ok "$MB" kb.1 &&
 		pass "seal keys: mounts with keys a and b both write and read" ||
 		fail "seal keys: mounts with keys a and b both write and read"
-	ra0=$(mstat "$MA" reconnects)
+	ra0=$(mstat "$MA" reconnects) ab0=$(mstat "$MB" auth_failures)
 	sl0=$(log_mark "$GS/pohmeld-a.log")
 	put_keys "$GS/keys-a" "a $KA" "default $KD"
 	kill -HUP "$pid_a"
@@ -453,6 +455,13 @@ else
 	else
 		fail "seal keys: mount b's calls fail (EIO/EACCES) within 20 s of its key's removal"
 		diag "${berr:-no call failed}; $hung calls hung (10 s each)"
+	fi
+	ab1=$(mstat "$MB" auth_failures)
+	if [ "$ab0" -ge 0 ] && [ "$ab1" -gt "$ab0" ]; then
+		pass "seal keys: mount b counts its refused reconnect (mountstats auth_failures)"
+	else
+		fail "seal keys: mount b counts its refused reconnect (mountstats auth_failures)"
+		diag "auth_failures $ab0 -> $ab1"
 	fi
 	log_since "$GS/pohmeld-a.log" "$sl0" | tail -n 4 | diag "$(cat)"
 	umnt "$MB" && pass "seal keys: mount b unmounts after its key's removal" ||
