@@ -400,15 +400,138 @@ static int port_arg(const char *s)
 	return (int)v;
 }
 
+/* The poll set: the listener, the signalfd, then both sockets of each
+ * connection (c->pidx). NULL when out of memory. */
+static struct pollfd *poll_set(struct pollfd *pfd, size_t *pcap, int lfd,
+			       int sfd, size_t *np)
+{
+	size_t n = 2, need = 2;
+	struct conn *c;
+	int d;
+
+	for (c = conns; c; c = c->next)
+		need += 2;
+	if (need > *pcap) {
+		struct pollfd *p = realloc(pfd, need * sizeof(*pfd));
+
+		if (!p) {
+			free(pfd);
+			return NULL;
+		}
+		pfd = p;
+		*pcap = need;
+	}
+	pfd[0] = (struct pollfd){ .fd = lfd, .events = POLLIN };
+	pfd[1] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+	for (c = conns; c; c = c->next) {
+		c->pidx = (int)n;
+		for (d = 0; d < 2; d++) {
+			short ev = 0;
+
+			if (c->closing ? !c->eof[d] : qlen(&c->f[d].q) < QUEUE_MAX)
+				ev |= POLLIN;
+			if (qlen(&c->f[!d].q))
+				ev |= POLLOUT;
+			/* nothing wanted: not polled, or a hung-up peer's
+			 * POLLHUP would wake the loop at once, for ever */
+			pfd[n++] = (struct pollfd){ .fd = ev ? c->fd[d] : -1,
+						    .events = ev };
+		}
+	}
+	*np = n;
+	return pfd;
+}
+
+/* One connection's turn after poll: read, relay, write, close. Returns
+ * true when it is gone. */
+static bool conn_turn(struct conn *c, const struct pollfd *pfd)
+{
+	int d;
+
+	for (d = 0; d < 2 && c->pidx >= 0; d++) {
+		if (!(pfd[c->pidx + d].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		if (c->closing)
+			discard_in(c, d);
+		else if (pump_in(c, d) < 0)
+			start_close(c);
+	}
+	/* write what the reads queued without waiting for POLLOUT */
+	for (d = 0; d < 2; d++)
+		if (qlen(&c->f[d].q) && pump_out(c, d) < 0)
+			start_close(c);
+	if (!c->closing)
+		return false;
+	for (d = 0; d < 2; d++) {
+		if (!qlen(&c->f[d].q) && !c->shut[!d]) {
+			shutdown(c->fd[!d], SHUT_WR);
+			c->shut[!d] = true;
+		}
+	}
+	return (c->shut[0] && c->shut[1] && c->eof[0] && c->eof[1]) ||
+	       now_ms() >= c->close_by;
+}
+
+/* SIGUSR1 arms; SIGTERM or SIGINT: false, the relay ends */
+static bool signals(int sfd, const char *ctl, const struct fault *given)
+{
+	struct signalfd_siginfo si;
+
+	while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo != SIGUSR1)
+			return false;
+		arm(ctl, given);
+	}
+	return true;
+}
+
+static int relay(int lfd, int sfd, const char *ctl, const struct fault *given)
+{
+	struct pollfd *pfd = NULL;
+	size_t pcap = 0, n;
+	struct conn *c, **pp;
+
+	for (;;) {
+		pfd = poll_set(pfd, &pcap, lfd, sfd, &n);
+		if (!pfd) {
+			say("out of memory");
+			return 1;
+		}
+		if (poll(pfd, (nfds_t)n, 250) < 0 && errno != EINTR) {
+			say("poll: %s", strerror(errno));
+			free(pfd);
+			return 1;
+		}
+		if (!signals(sfd, ctl, given))
+			break;
+		for (pp = &conns; (c = *pp);) {
+			if (conn_turn(c, pfd)) {
+				*pp = c->next;
+				conn_free(c);
+			} else {
+				pp = &c->next;
+			}
+		}
+		if (pfd[0].revents & POLLIN)
+			accept_one(lfd);
+	}
+	say("exit: %d connections, fault %s", nconns,
+	    fault_fired() ? "fired" : "not fired");
+	while ((c = conns)) {
+		conns = c->next;
+		conn_free(c);
+	}
+	free(pfd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *ctl = NULL, *cap = NULL;
 	struct fault given;
-	struct pollfd *pfd = NULL;
-	size_t pcap = 0;
 	char err[200];
 	bool wait_arm = false;
-	int lport = 0, lfd, sfd, opt;
+	int lport = 0, lfd, sfd, opt, rc;
 	sigset_t sigs;
 
 	fault_parse("pass", &given, err, sizeof(err));
@@ -449,98 +572,8 @@ int main(int argc, char **argv)
 	say("listening on 127.0.0.1:%d, server 127.0.0.1:%d", lport, sport);
 	if (!wait_arm)
 		arm(NULL, &given);
-
-	for (;;) {
-		struct signalfd_siginfo si;
-		struct conn *c, **pp;
-		size_t n = 2, need = 2;
-		int d;
-
-		for (c = conns; c; c = c->next)
-			need += 2;
-		if (need > pcap) {
-			struct pollfd *np = realloc(pfd, need * sizeof(*pfd));
-
-			if (!np) {
-				say("out of memory");
-				free(pfd);
-				return 1;
-			}
-			pfd = np;
-			pcap = need;
-		}
-		pfd[0] = (struct pollfd){ .fd = lfd, .events = POLLIN };
-		pfd[1] = (struct pollfd){ .fd = sfd, .events = POLLIN };
-		for (c = conns; c; c = c->next) {
-			c->pidx = (int)n;
-			for (d = 0; d < 2; d++) {
-				short ev = 0;
-
-				if (c->closing ? !c->eof[d] : qlen(&c->f[d].q) < QUEUE_MAX)
-					ev |= POLLIN;
-				if (qlen(&c->f[!d].q))
-					ev |= POLLOUT;
-				/* nothing wanted: not polled, or a hung-up peer's
-				 * POLLHUP would wake the loop at once, for ever */
-				pfd[n++] = (struct pollfd){ .fd = ev ? c->fd[d] : -1,
-							    .events = ev };
-			}
-		}
-		if (poll(pfd, (nfds_t)n, 250) < 0 && errno != EINTR) {
-			say("poll: %s", strerror(errno));
-			free(pfd);
-			return 1;
-		}
-		while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
-			if (si.ssi_signo == SIGUSR1) {
-				arm(ctl, &given);
-				continue;
-			}
-			say("exit: %d connections, fault %s", nconns,
-			    fault_fired() ? "fired" : "not fired");
-			while ((c = conns)) {
-				conns = c->next;
-				conn_free(c);
-			}
-			if (capture)
-				fclose(capture);
-			free(pfd);
-			return 0;
-		}
-		for (pp = &conns; (c = *pp);) {
-			bool gone = false;
-
-			for (d = 0; d < 2 && c->pidx >= 0; d++) {
-				short re = pfd[c->pidx + d].revents;
-
-				if (!(re & (POLLIN | POLLHUP | POLLERR)))
-					continue;
-				if (c->closing)
-					discard_in(c, d);
-				else if (pump_in(c, d) < 0)
-					start_close(c);
-			}
-			/* write what the reads queued without waiting for POLLOUT */
-			for (d = 0; d < 2; d++)
-				if (qlen(&c->f[d].q) && pump_out(c, d) < 0)
-					start_close(c);
-			for (d = 0; d < 2 && c->closing; d++) {
-				if (!qlen(&c->f[d].q) && !c->shut[!d]) {
-					shutdown(c->fd[!d], SHUT_WR);
-					c->shut[!d] = true;
-				}
-			}
-			if (c->closing)
-				gone = (c->shut[0] && c->shut[1] && c->eof[0] && c->eof[1]) ||
-				       now_ms() >= c->close_by;
-			if (gone) {
-				*pp = c->next;
-				conn_free(c);
-			} else {
-				pp = &c->next;
-			}
-		}
-		if (pfd[0].revents & POLLIN)
-			accept_one(lfd);
-	}
+	rc = relay(lfd, sfd, ctl, &given);
+	if (capture)
+		fclose(capture);
+	return rc;
 }
