@@ -150,15 +150,95 @@ static struct entry *add(const char *name)
 	return e;
 }
 
+static int renames, unlinks, chmods;
+
+/* f.I: random content, O_EXCL, written and fsync'd; every third from
+ * the third chmod'ed to 0600 */
+static int make_file(const char *dir, int i, unsigned char *buf,
+		     size_t maxsize, unsigned long long *seed)
+{
+	size_t size = 1 + rnd_below(seed, maxsize);
+	char name[NAME_LEN];
+	struct entry *e;
+	int fd;
+
+	for (size_t j = 0; j < size; j++)
+		buf[j] = (unsigned char)rnd_next(seed);
+	snprintf(name, sizeof(name), "f.%d", i);
+	fd = open(pjoin(dir, name), O_CREAT | O_EXCL | O_WRONLY, 0644);
+	if (op(fd, "create", name))
+		return -1;
+	if (op(write(fd, buf, size) == (ssize_t)size ? 0 : -1, "write", name) ||
+	    op(fsync(fd), "fsync", name)) {
+		close(fd);
+		return -1;
+	}
+	if (op(close(fd), "close", name))
+		return -1;
+	e = add(name);
+	e->size = size;
+	e->sum = fnv1a(buf, size);
+	e->mode = 0644;
+	if (i % 3 == 2) {
+		if (op(chmod(pjoin(dir, name), 0600), "chmod", name))
+			return -1;
+		e->mode = 0600;
+		chmods++;
+	}
+	return 0;
+}
+
+/* the manifest's entry OLD is now NEW */
+static void moved(const char *old, const char *new)
+{
+	struct entry *e = find(old), *n = add(new);
+
+	*n = *e;
+	snprintf(n->name, NAME_LEN, "%s", new);
+	e->gone = 1;
+	renames++;
+}
+
+/* every third file from the first renamed (f.0 then on into sub/), from
+ * the second unlinked; a directory made and removed */
+static int move_names(const char *dir, int files)
+{
+	char name[NAME_LEN], name2[NAME_LEN];
+	int i;
+
+	for (i = 0; i < files; i++) {
+		snprintf(name, sizeof(name), "f.%d", i);
+		if (i % 3 == 0) {
+			snprintf(name2, sizeof(name2), "r.%d", i);
+			if (op(rename(pjoin(dir, name), pjoin(dir, name2)), "rename", name))
+				return -1;
+			moved(name, name2);
+		} else if (i % 3 == 1) {
+			if (op(unlink(pjoin(dir, name)), "unlink", name))
+				return -1;
+			find(name)->gone = 1;
+			unlinks++;
+		}
+	}
+	if (op(mkdir(pjoin(dir, "sub"), 0755), "mkdir", "sub") ||
+	    op(mkdir(pjoin(dir, "empty"), 0755), "mkdir", "empty") ||
+	    op(rmdir(pjoin(dir, "empty")), "rmdir", "empty"))
+		return -1;
+	add("empty")->gone = 1;
+	if (op(rename(pjoin(dir, "r.0"), pjoin(dir, "sub/r.0")), "rename", "r.0"))
+		return -1;
+	moved("r.0", "sub/r.0");
+	return 0;
+}
+
 static int do_write(const char *dir, const char *manifest, int files, int lines,
 		    size_t maxsize, unsigned long long seed)
 {
 	unsigned char *buf = malloc(maxsize);
-	char name[NAME_LEN], name2[NAME_LEN], line[64];
-	int logfd = -1, dfd, i, fd, renames = 0, unlinks = 0, chmods = 0;
 	unsigned long long t_start = now_ns();
+	int logfd = -1, dfd, i, n, ticking = 0;
+	char line[64];
 	pthread_t th;
-	int ticking = 0;
 
 	ents = calloc((size_t)(2 * files + lines + 8), sizeof(*ents));
 	if (!buf || !ents)
@@ -174,77 +254,16 @@ static int do_write(const char *dir, const char *manifest, int files, int lines,
 	if (op(logfd, "create", "log"))
 		goto out;
 	for (i = 0; i < lines; i++) {
-		int n;
-
-		if (i < files) {
-			struct entry *e;
-			size_t size = 1 + rnd_below(&seed, maxsize);
-
-			for (size_t j = 0; j < size; j++)
-				buf[j] = (unsigned char)rnd_next(&seed);
-			snprintf(name, sizeof(name), "f.%d", i);
-			fd = open(pjoin(dir, name), O_CREAT | O_EXCL | O_WRONLY, 0644);
-			if (op(fd, "create", name))
-				goto out;
-			if (op(write(fd, buf, size) == (ssize_t)size ? 0 : -1, "write", name) ||
-			    op(fsync(fd), "fsync", name)) {
-				close(fd);
-				goto out;
-			}
-			if (op(close(fd), "close", name))
-				goto out;
-			e = add(name);
-			e->size = size;
-			e->sum = fnv1a(buf, size);
-			e->mode = 0644;
-			if (i % 3 == 2) {
-				if (op(chmod(pjoin(dir, name), 0600), "chmod", name))
-					goto out;
-				e->mode = 0600;
-				chmods++;
-			}
-		}
+		if (i < files && make_file(dir, i, buf, maxsize, &seed))
+			goto out;
 		n = snprintf(line, sizeof(line), "line %d\n", i);
 		if (op(write(logfd, line, (size_t)n) == n ? 0 : -1, "append", line) ||
 		    op(fdatasync(logfd), "fdatasync", "log"))
 			goto out;
 	}
 	add("log")->size = (size_t)lines;
-	for (i = 0; i < files; i++) {
-		struct entry *e;
-
-		snprintf(name, sizeof(name), "f.%d", i);
-		if (i % 3 == 0) {
-			snprintf(name2, sizeof(name2), "r.%d", i);
-			if (op(rename(pjoin(dir, name), pjoin(dir, name2)), "rename", name))
-				goto out;
-			e = find(name);
-			*add(name2) = *e;
-			snprintf(ents[nents - 1].name, NAME_LEN, "%s", name2);
-			e->gone = 1;
-			renames++;
-		} else if (i % 3 == 1) {
-			if (op(unlink(pjoin(dir, name)), "unlink", name))
-				goto out;
-			find(name)->gone = 1;
-			unlinks++;
-		}
-	}
-	if (op(mkdir(pjoin(dir, "sub"), 0755), "mkdir", "sub") ||
-	    op(mkdir(pjoin(dir, "empty"), 0755), "mkdir", "empty") ||
-	    op(rmdir(pjoin(dir, "empty")), "rmdir", "empty"))
+	if (move_names(dir, files))
 		goto out;
-	add("empty")->gone = 1;
-	if (files > 0) {
-		struct entry *e = find("r.0");
-
-		if (op(rename(pjoin(dir, "r.0"), pjoin(dir, "sub/r.0")), "rename", "r.0"))
-			goto out;
-		*add("sub/r.0") = *e;
-		snprintf(ents[nents - 1].name, NAME_LEN, "sub/r.0");
-		e->gone = 1;
-		renames++;
-	}
 	dfd = open(dir, O_RDONLY | O_DIRECTORY);
 	if (op(dfd, "open", dir))
 		goto out;
@@ -259,13 +278,15 @@ out:
 	}
 	if (write_manifest(manifest))
 		die("write %s", manifest);
-	if (!tap_check(!failed_op, "workload: every operation succeeded (%d files created, written and fsync'd, %d appends, %d chmods, %d renames, %d unlinks, mkdir, rmdir, fsync of the directory)",
-		       files, lines, chmods, renames, unlinks))
+	if (!tap_check(!failed_op, "workload: every operation succeeded (O_EXCL creates, writes, fsyncs, O_APPEND appends with fdatasync, chmod, renames, unlink, mkdir, rmdir, fsync of the directory)"))
 		tap_diag("first failure: %s: %s", failed_op, strerror(failed_errno));
-	tap_diag("%.1f s; the longest step %.1f s (ending with %s)",
+	tap_diag("%d files, %d appends, %d chmods, %d renames, %d unlinks in %.1f s; the longest step %.1f s (ending with %s)",
+		 files, lines, chmods, renames, unlinks,
 		 (double)(now_ns() - t_start) / 1e9, (double)worst_ns / 1e9, worst_op);
-	if (!tap_check(!tick_err, "workload: the ticker's creates meanwhile all succeeded (%d)", tick_n))
+	if (!tap_check(!tick_err, "workload: the ticker's creates meanwhile all succeeded"))
 		tap_diag("%d of %d failed, the first with %s", tick_err, tick_n, strerror(tick_errno));
+	else
+		tap_diag("files the ticker made: %d", tick_n);
 	free(buf);
 	return tap_done();
 }
