@@ -315,7 +315,8 @@ static void client_frame(struct conn *c, int flush)
 		emit_client(c, p->p + off, p->len - off, 0);
 		off = p->len;
 	}
-	buf_drop(p, off);
+	if (off)
+		buf_drop(p, off);
 }
 
 static void to_client(struct conn *c, const uint8_t *m, size_t n)
