@@ -162,6 +162,11 @@ inodes() { awk '$1 == "pohmel_inode_cache" { print $2; f = 1 } END { if (!f) pri
 proto_errors() {	# of the mount on $mnt
 	awk -v m="$mnt" '$1 == "device" { on = ($5 == m) } on && $1 == "proto_errors:" { print $2; exit }' /proc/self/mountstats
 }
+# records that failed their tag: a proxy holding the key makes none, so
+# any means its sealing is wrong (not the client)
+seal_failures() {
+	awk -v m="$mnt" '$1 == "device" { on = ($5 == m) } on && $1 == "seal_failures:" { print $2; exit }' /proc/self/mountstats
+}
 
 hpid=
 hstart() {	# SCENARIO PORT [-a]: start the proxy, wait until it listens
@@ -407,7 +412,7 @@ scenario() {
 			pass "$name: counted as a protocol error (connection dropped)"
 		else
 			fail "$name: counted as a protocol error (connection dropped)"
-			diag "proto_errors before $pe0 after $pe1" "round: $(echo $r1)"
+			diag "proto_errors before $pe0 after $pe1, seal_failures $(seal_failures)" "round: $(echo $r1)"
 		fi
 	fi
 	if [ "$class" = stall ]; then
@@ -420,7 +425,7 @@ scenario() {
 		pass "$name: afterwards operations succeed, data right"
 	else
 		fail "$name: afterwards operations succeed, data right"
-		diag "$r2"
+		diag "$r2" "seal_failures $(seal_failures)"
 		tail -n 5 "$hlog" | diag "$(cat)"
 	fi
 	umount_h "$name"
