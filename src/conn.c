@@ -229,10 +229,10 @@ static int submit(struct pohmel_conn *c, struct pohmel_req *req,
 	}
 	kref_get(&req->ref);		/* the queue's reference */
 	spin_lock(&c->lock);
-	if (c->dying) {
+	if (c->dying || c->refused) {
+		err = c->dying ? -EIO : -EACCES;
 		spin_unlock(&c->lock);
 		pohmel_req_put(req);
-		err = -EIO;
 		goto unlock_seq;
 	}
 	if (seq) {
@@ -925,6 +925,27 @@ static void fail_all(struct pohmel_conn *c, int err)
 	}
 }
 
+/*
+ * The server refused our key on a reconnect (revoked, or no longer
+ * allowed for this export): what waits fails with EACCES, and so does
+ * every new call until a reconnect succeeds, on a hard mount too, since
+ * waiting would hang the callers for as long as the revocation lasts.
+ */
+static void refuse(struct pohmel_conn *c, bool refused)
+{
+	bool was;
+
+	spin_lock(&c->lock);
+	was = c->refused;
+	c->refused = refused;
+	spin_unlock(&c->lock);
+	if (refused && !was) {
+		pr_warn("%pISpc: the server refuses our key: calls fail with EACCES until it accepts it again\n",
+			&c->addr);
+		fail_all(c, -EACCES);
+	}
+}
+
 static int conn_thread(void *data)
 {
 	struct pohmel_conn *c = data;
@@ -959,6 +980,8 @@ static int conn_thread(void *data)
 			pr_notice("%pISpc: connection lost, reconnecting\n",
 				  &c->addr);
 		err = conn_connect(c, &sock, &seal);
+		if (err == -EACCES)
+			refuse(c, true);
 		if (err && c->why && logged < 2) {
 			pr_warn("%pISpc: reconnect failed: %s\n", &c->addr,
 				c->why);
@@ -970,6 +993,7 @@ static int conn_thread(void *data)
 			backoff = min(backoff * 2, (unsigned long)POHMEL_BACKOFF_MAX);
 			continue;
 		}
+		refuse(c, false);
 		pr_notice("%pISpc: reconnected\n", &c->addr);
 		logged = 0;
 		backoff = POHMEL_BACKOFF_MIN;

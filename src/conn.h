@@ -161,7 +161,7 @@ struct pohmel_conn_ops {
 struct pohmel_conn {
 	/*
 	 * lock protects: queue, every queued request's state/list, up,
-	 * dying, sock (pointer publication for shutdown only).
+	 * dying, refused, sock and seal (pointer publication).
 	 */
 	spinlock_t lock;
 	struct list_head queue;		/* unanswered requests, submit order */
@@ -169,6 +169,7 @@ struct pohmel_conn {
 	u32 next_tag;			/* xa_alloc_cyclic cursor */
 	bool up;			/* authenticated, replay finished */
 	bool dying;			/* unmounting: fail everything */
+	bool refused;			/* the server refused our key */
 
 	/*
 	 * send_mutex serialises writes to the socket; the receive thread
