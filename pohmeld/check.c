@@ -59,7 +59,6 @@ static int check_key(const struct config *cf, bool plain,
 	char at[4200], err[4400];
 	struct stat st;
 
-	out->keylen = 0;
 	if (!strcmp(path, "none"))
 		return 0;
 	if (!cf->key_file_set && access(path, F_OK))
@@ -84,10 +83,39 @@ static int check_key(const struct config *cf, bool plain,
 			at, path, (unsigned int)(st.st_mode & 07777), path);
 		return -1;
 	}
-	if (key_file_load(path, out->key, &out->keylen, err, sizeof(err))) {
+	if (keys_load(path, &out->keys, err, sizeof(err))) {
 		cfg_say(plain, LOG_ERR, "%s%s", at, err);
 		return -1;
 	}
+	return 0;
+}
+
+/* sec= above none needs keys; keys= names a key of the file. */
+static int check_export_keys(const struct config *cf, bool plain,
+			     const struct checked *out)
+{
+	char at[4200];
+	int i;
+
+	config_at(cf, cf->line_export, "-e", at, sizeof(at));
+	if (cf->ex.sec > SEC_NONE && !out->keys.n) {
+		cfg_say(plain, LOG_ERR,
+			"%sexport %s: sec=%s needs keys, but there is no key file",
+			at, cf->ex.path, sec_name(cf->ex.sec));
+		return -1;
+	}
+	if (cf->ex.nkeys && !out->keys.n) {
+		cfg_say(plain, LOG_ERR,
+			"%sexport %s: keys= needs keys, but there is no key file",
+			at, cf->ex.path);
+		return -1;
+	}
+	for (i = 0; i < cf->ex.nkeys; i++)
+		if (!keys_find(&out->keys, cf->ex.keys[i],
+			       strlen(cf->ex.keys[i])))
+			cfg_say(plain, LOG_WARNING,
+				"%sexport %s: keys=%s: no such key in %s (nobody can use that name)",
+				at, cf->ex.path, cf->ex.keys[i], cf->key_file);
 	return 0;
 }
 
@@ -292,7 +320,9 @@ int config_check(const struct config *cf, bool activated, bool plain,
 		close(out->rootfd);
 		out->rootfd = -1;
 	}
+	if (!bad)
+		bad |= check_export_keys(cf, plain, out);
 	if (bad)
-		memset(out->key, 0, sizeof(out->key));
+		keys_free(&out->keys);
 	return bad ? -1 : 0;
 }

@@ -146,6 +146,73 @@ static int parse_u32(const char *s, uint32_t *v)
 	return 0;
 }
 
+static const char *const sec_names[] = { "none", "auth", "seal" };
+
+const char *sec_name(int sec)
+{
+	return sec >= 0 && sec < (int)ARRAY_SIZE(sec_names) ? sec_names[sec] :
+	       "?";
+}
+
+/* SEC_NONE, SEC_AUTH, SEC_SEAL; -1 for anything else. */
+int sec_parse(const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(sec_names); i++)
+		if (!strcmp(s, sec_names[i]))
+			return (int)i;
+	return -1;
+}
+
+/* keys=NAME[,NAME...]: the key names that may use this export. */
+static int export_keys(struct export_cfg *ex, char *list, char *err,
+		       size_t errlen)
+{
+	char *save = NULL, *k;
+	int i;
+
+	if (!*list) {
+		snprintf(err, errlen, "keys= needs at least one key name");
+		return -1;
+	}
+	for (k = strtok_r(list, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
+		if (!keyname_valid(k, strlen(k))) {
+			snprintf(err, errlen,
+				 "keys=: bad key name '%.80s' (1..%d of A-Z a-z 0-9 . _ -)",
+				 k, POHMEL_KEYNAME_MAX);
+			return -1;
+		}
+		for (i = 0; i < ex->nkeys; i++) {
+			if (!strcmp(ex->keys[i], k)) {
+				snprintf(err, errlen,
+					 "keys=: '%s' given twice", k);
+				return -1;
+			}
+		}
+		if (ex->nkeys == MAX_EXPORT_KEYS) {
+			snprintf(err, errlen, "more than %d names in keys=",
+				 MAX_EXPORT_KEYS);
+			return -1;
+		}
+		strcpy(ex->keys[ex->nkeys++], k);
+	}
+	return 0;
+}
+
+/* Is key name (1..64 bytes) one keys= lets in (all without keys=)? */
+bool export_key_allowed(const struct export_cfg *ex, const char *name)
+{
+	int i;
+
+	if (!ex->nkeys)
+		return true;
+	for (i = 0; i < ex->nkeys; i++)
+		if (!strcmp(ex->keys[i], name))
+			return true;
+	return false;
+}
+
 /* "/ PATH opt opt..." : everything after the keyword "export". */
 int config_export_line(struct export_cfg *ex, char *args, char *err,
 		       size_t errlen)
@@ -159,7 +226,7 @@ int config_export_line(struct export_cfg *ex, char *args, char *err,
 		{ "trusted_xattrs", "no_trusted_xattrs" },
 	};
 	const char *given[ARRAY_SIZE(pairs)] = { NULL };
-	bool anonuid = false, anongid = false;
+	bool anonuid = false, anongid = false, sec_given = false;
 	char *save = NULL, *name, *path, *opt;
 	size_t i;
 
@@ -243,6 +310,22 @@ int config_export_line(struct export_cfg *ex, char *args, char *err,
 				}
 				ex->nallow++;
 			}
+		} else if (!strncmp(opt, "sec=", 4)) {
+			if (sec_given) {
+				snprintf(err, errlen, "'sec=' given twice");
+				return -1;
+			}
+			sec_given = true;
+			ex->sec = sec_parse(opt + 4);
+			if (ex->sec < 0) {
+				snprintf(err, errlen,
+					 "sec=%s: expected none, auth or seal",
+					 opt + 4);
+				return -1;
+			}
+		} else if (!strncmp(opt, "keys=", 5)) {
+			if (export_keys(ex, opt + 5, err, errlen))
+				return -1;
 		} else {
 			snprintf(err, errlen, "unknown export option '%s'", opt);
 			return -1;

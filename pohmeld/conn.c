@@ -171,6 +171,9 @@ void conn_put(struct conn *c)
 	if (atomic_fetch_sub(&c->refs, 1) != 1)
 		return;
 	outbox_fini(&c->ob);
+	aead_fini(&c->rx);
+	memset(c->k_c2s, 0, sizeof(c->k_c2s));
+	memset(c->k_s2c, 0, sizeof(c->k_s2c));
 	close(c->fd);
 	pthread_mutex_destroy(&c->defer_mu);
 	policy_put(c->pol);
@@ -191,15 +194,13 @@ static long ms_until(const struct timespec *dl)
 	return (long)((ns + 999999) / 1000000);
 }
 
-#define READ_TIMEOUT	(-1)
-
 /*
  * 1: got n bytes, 0: EOF/error before that, READ_TIMEOUT: the
  * connection is not authenticated yet and its handshake deadline
  * passed (bytes trickling in do not extend it). While no input is
  * there, the outbox is drained (outbox_poll).
  */
-static int read_full(struct conn *c, uint8_t *p, size_t n)
+int conn_read(struct conn *c, uint8_t *p, size_t n)
 {
 	while (n) {
 		long ms = -1;
@@ -238,6 +239,7 @@ static void handshake_expired(struct conn *c)
 
 #define KEEP_RESIDENT	(64 * 1024)
 #define BUF_SIZE	(POHMEL_HDR_SIZE + POHMEL_MAX_MSG)
+#define RX_SIZE		(BUF_SIZE + REC_OVERHEAD)	/* a whole record */
 
 /*
  * After a large message and a quiet moment, give the buffer's pages
@@ -262,8 +264,9 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 	bool big_rx = false, big_tx = false;
 
 	for (;;) {
-		uint32_t outlen = 0;
+		uint32_t outlen = 0, mlen;
 		struct order ord;
+		const uint8_t *msg;
 		struct whdr h;
 		int ret;
 
@@ -278,32 +281,19 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 				big_rx = big_tx = false;
 			}
 		}
-		ret = read_full(c, rx, POHMEL_HDR_SIZE);
-		if (ret == READ_TIMEOUT)
-			handshake_expired(c);
-		if (ret != 1)
-			return;
-		if (proto_hdr(rx, &h, c->max_msg)) {
-			log_info("%s: bad framing (len %u, tag %u), dropping",
-				 c->peer, h.len, h.tag);
-			stats.proto_errors++;
-			return;
-		}
-		ret = read_full(c, rx + POHMEL_HDR_SIZE, h.len);
+		ret = conn_read_msg(c, rx, tx, &msg, &mlen, &h);
 		if (ret == READ_TIMEOUT)
 			handshake_expired(c);
 		if (ret != 1)
 			return;
 		if (h.op != POHMEL_OP_RECALL_ACK && c->state == CONN_AUTHED &&
-		    must_queue(c, rx, POHMEL_HDR_SIZE + h.len, &ord))
+		    must_queue(c, msg, mlen, &ord))
 			ret = DISPATCH_DEFER;
 		else
-			ret = dispatch(c, rx, POHMEL_HDR_SIZE + h.len, tx,
+			ret = dispatch(c, msg, mlen, tx,
 				       POHMEL_HDR_SIZE + c->max_msg, &outlen);
-		if (ret == DISPATCH_DEFER &&
-		    conn_defer(c, rx, POHMEL_HDR_SIZE + h.len))
-			ret = dispatch_wait(c, c->sess, rx,
-					    POHMEL_HDR_SIZE + h.len, tx,
+		if (ret == DISPATCH_DEFER && conn_defer(c, msg, mlen))
+			ret = dispatch_wait(c, c->sess, msg, mlen, tx,
 					    POHMEL_HDR_SIZE + c->max_msg,
 					    &outlen);
 		if (ret == DISPATCH_DEFER)
@@ -318,6 +308,8 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 			return;
 		if (ret == DISPATCH_CLOSE)
 			return;
+		if (c->seal_next && conn_seal_start(c))
+			return;
 		big_rx |= h.len > KEEP_RESIDENT;
 		big_tx |= outlen > KEEP_RESIDENT;
 	}
@@ -326,9 +318,10 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 /*
  * A request that waits for RECALL acks runs on the connection's worker
  * thread, so that the connection's own thread goes on reading (acks
- * included). Once a request is deferred, every later request of the
- * connection but RECALL_ACK queues behind it and the worker runs them in
- * order: a client sees its requests executed in the order it sent them.
+ * included). Once a request is deferred, a later request of the
+ * connection that names a common object (order.c) queues behind it and
+ * the worker runs them in order; the others run at once. RECALL_ACK never
+ * queues.
  * Replies go out through outbox_reply like any other. After the connection
  * closed, queued requests are dropped unexecuted (a client replays them).
  */
@@ -576,7 +569,7 @@ static void *conn_thread(void *arg)
 	struct conn *c = arg;
 	uint8_t *rx, *tx;
 
-	rx = malloc(BUF_SIZE);
+	rx = malloc(RX_SIZE);
 	tx = malloc(BUF_SIZE);
 	if (rx && tx)
 		serve(c, rx, tx);
@@ -754,6 +747,31 @@ err_close:
 		close(fd);
 	log_warn("%s: cannot start connection: %s", peer, strerror(err));
 	return err;
+}
+
+/*
+ * SIGHUP installed p: every connection that authenticated with a key no
+ * longer in p (removed, or its bytes changed) is cut now, logged and
+ * counted. Connections still in their handshake are checked at AUTH
+ * (dispatch.c). Returns how many were cut.
+ */
+int conns_revoke(const struct policy *p)
+{
+	struct conn *c;
+	int n = 0;
+
+	pthread_mutex_lock(&conns_mu);
+	for (c = conns; c; c = c->next) {
+		if (!atomic_load(&c->keyed) || policy_has_owner(p, c->owner))
+			continue;
+		shutdown(c->fd, SHUT_RDWR);
+		stats.keys_revoked++;
+		n++;
+		log_warn("%s: key '%s' revoked (no longer in the key file): connection closed",
+			 c->peer, c->keyname);
+	}
+	pthread_mutex_unlock(&conns_mu);
+	return n;
 }
 
 /* Wait up to secs for every connection thread to end; conns_mu held. */

@@ -230,8 +230,58 @@ out:
 	return r.close_after ? DISPATCH_CLOSE : DISPATCH_OK;
 }
 
-static int do_hello(struct conn *c, const struct msg *m, uint8_t *out,
-		    uint32_t *outlen)
+/*
+ * Every refused or failed handshake: logged with the client's address,
+ * the key name and why, counted, answered EACCES (sealed, if the record
+ * layer has started: a client that cannot open it reports EACCES), and
+ * the connection closed.
+ */
+int auth_refused(struct conn *c, const char *why, uint8_t *out,
+		 uint32_t *outlen)
+{
+	struct whdr h = {
+		.op = POHMEL_OP_AUTH, .flags = POHMEL_HF_REPLY,
+		.tag = c->auth_tag, .status = EACCES,
+	};
+
+	stats.auth_failures++;
+	/* Not rate-limited: each costs its sender a handshake (and the
+	 * connection limits bound how many run at once). */
+	log_warn("%s: authentication refused (key '%s'): %s", c->peer,
+		 c->keyname[0] ? c->keyname : "-", why);
+	whdr_put(out, &h);
+	*outlen = POHMEL_HDR_SIZE;
+	return DISPATCH_CLOSE;
+}
+
+/* The reply's features: ours AND the client's, at most one AEAD bit
+ * (AES-256-GCM preferred), FEAT_SIGN only with one. */
+static uint64_t negotiate(uint64_t theirs, uint64_t ours)
+{
+	uint64_t f = theirs & ours;
+
+	if (f & POHMEL_FEAT_SEAL_AES)
+		f &= ~POHMEL_FEAT_SEAL_CHACHA;
+	if (!(f & POHMEL_FEAT_AEAD))
+		f &= ~POHMEL_FEAT_SIGN;
+	return f;
+}
+
+/* The key the client named: c->key, or NULL and a random key to make
+ * MACs from, so the reply does not tell which names exist. */
+static int hello_key(struct conn *c, const char *name, size_t n)
+{
+	memcpy(c->keyname, name, n);
+	c->keyname[n] = 0;
+	c->key = n ? keys_find(&c->pol->keys, name, n) : NULL;
+	if (c->key)
+		return 0;
+	return getrandom(c->fake_key, sizeof(c->fake_key), 0) ==
+	       sizeof(c->fake_key) ? 0 : -1;
+}
+
+static int do_hello(struct conn *c, const struct msg *m, const uint8_t *raw,
+		    uint32_t rawlen, uint8_t *out, uint32_t *outlen)
 {
 	const uint8_t *b = m->body;
 	uint64_t feats, ours = POHMEL_FEAT_BATCH | POHMEL_FEAT_GRANTS |
@@ -241,6 +291,9 @@ static int do_hello(struct conn *c, const struct msg *m, uint8_t *out,
 	uint8_t *p = out + POHMEL_HDR_SIZE;
 	struct req r = { .m = m, .len = POHMEL_HELLO_SIZE };
 	uint32_t status = 0, max;
+	const uint8_t *key;
+	size_t klen;
+	uint8_t th[32];
 
 	if (c->state != CONN_NEW || get32(b) != POHMEL_MAGIC)
 		return DISPATCH_DROP;
@@ -249,8 +302,15 @@ static int do_hello(struct conn *c, const struct msg *m, uint8_t *out,
 	memcpy(c->uuid, b + 24, 16);
 	c->boot_gen = get64(b + 40);
 	memcpy(c->nonce_c, b + 48, POHMEL_NONCE_LEN);
-	if (c->pol->keylen)
+	/* A 1.2 client has no key name (that field was padding). */
+	c->v12 = get16(b + 6) < 3;
+	if (c->v12 && m->namelen)
+		return DISPATCH_DROP;
+	if (c->pol->keys.n) {
 		ours |= POHMEL_FEAT_AUTH;
+		if (!c->v12)
+			ours |= POHMEL_FEAT_AEAD | POHMEL_FEAT_SIGN;
+	}
 
 	/* Feature bits we do not know are ANDed away, not refused: the
 	 * way a newer client meets an older server (pohmel_proto.h). */
@@ -258,18 +318,23 @@ static int do_hello(struct conn *c, const struct msg *m, uint8_t *out,
 		status = EPROTONOSUPPORT;
 	else if (max < 4096)
 		status = EINVAL;
-	else if (c->pol->keylen && !(feats & POHMEL_FEAT_AUTH))
+	else if (c->pol->keys.n && !(feats & POHMEL_FEAT_AUTH))
 		status = EACCES;
 	if (status) {
 		if (status == EACCES) {
 			stats.auth_failures++;
-			log_warn("%s: refused: client has no key", c->peer);
+			log_warn("%s: authentication refused (key '-'): client has no key",
+				 c->peer);
 		}
 		reply_finish(&r, status, out);
 		*outlen = POHMEL_HDR_SIZE;
 		return DISPATCH_CLOSE;
 	}
-	c->features = feats & ours;
+	c->features = negotiate(feats, ours);
+	if (c->features & POHMEL_FEAT_AUTH &&
+	    (c->v12 ? hello_key(c, "default", 7) :
+		      hello_key(c, m->name, m->namelen)))
+		return DISPATCH_DROP;
 	if (c->features & POHMEL_FEAT_GRANTS)
 		atomic_fetch_add(&grant_conns, 1);
 	c->max_nego = MIN(max, POHMEL_MAX_MSG);
@@ -286,41 +351,93 @@ static int do_hello(struct conn *c, const struct msg *m, uint8_t *out,
 		memcpy(p + 24, srv.verifier, sizeof(srv.verifier));
 	put64(p + 40, srv.boot_gen);
 	memcpy(p + 48, c->nonce_s, POHMEL_NONCE_LEN);
-	if (c->features & POHMEL_FEAT_AUTH)
-		auth_mac(c->pol->key, c->pol->keylen, "pohmel-s", c->nonce_c,
-			 c->nonce_s, c->uuid, p + 80);
 	c->state = CONN_HELLO;
 	reply_finish(&r, 0, out);
 	*outlen = POHMEL_HDR_SIZE + POHMEL_HELLO_SIZE;
+	if (!(c->features & POHMEL_FEAT_AUTH))
+		return DISPATCH_OK;
+
+	key = c->key ? c->key->key : c->fake_key;
+	klen = c->key ? c->key->len : sizeof(c->fake_key);
+	if (c->v12) {
+		auth_mac(key, klen, "pohmel-s", c->nonce_c, c->nonce_s,
+			 c->uuid, p + HELLO_MAC_OFF);
+		auth_mac(key, klen, "pohmel-c", c->nonce_s, c->nonce_c,
+			 c->uuid, c->mac_c);
+		return DISPATCH_OK;
+	}
+	/* TH covers the request as sent and this reply, mac still zero. */
+	if (auth_th(raw, rawlen, out, th) ||
+	    auth_mac13(key, klen, "pohmel-c", th, c->mac_c) ||
+	    auth_mac13(key, klen, "pohmel-s", th, p + HELLO_MAC_OFF))
+		return DISPATCH_DROP;
+	if (c->features & POHMEL_FEAT_AEAD) {
+		if (auth_session_keys(key, klen, th, c->k_c2s, c->k_s2c))
+			return DISPATCH_DROP;
+		c->seal_next = true;	/* after this reply: conn.c */
+	}
+	memset(th, 0, sizeof(th));
 	/* Until AUTH completes, the pre-HELLO message limit stays. */
 	return DISPATCH_OK;
+}
+
+/* What the connection negotiated, as an export's sec= reads it. */
+static int conn_sec(const struct conn *c)
+{
+	if (!(c->features & POHMEL_FEAT_AEAD))
+		return SEC_NONE;
+	return c->features & POHMEL_FEAT_SIGN ? SEC_AUTH : SEC_SEAL;
 }
 
 static int do_auth(struct conn *c, const struct msg *m, uint8_t *out,
 		   uint32_t *outlen)
 {
+	static const uint8_t zero[32];
 	struct req r = { .c = c, .m = m, .out = out + POHMEL_HDR_SIZE,
 			 .cap = 4096 };
-	uint8_t want[POHMEL_MAC_LEN];
+	const uint8_t *owner = zero;
+	struct policy *now;
+	char why[128];
 	uint32_t status;
 	int err = EAGAIN;
+	bool gone;
 
 	if (c->state != CONN_HELLO)
 		return DISPATCH_DROP;
+	c->auth_tag = m->hdr.tag;
 	if (c->features & POHMEL_FEAT_AUTH) {
-		auth_mac(c->pol->key, c->pol->keylen, "pohmel-c", c->nonce_s,
-			 c->nonce_c, c->uuid, want);
-		if (!auth_equal(want, m->body, POHMEL_MAC_LEN)) {
-			stats.auth_failures++;
-			log_warn("%s: authentication failed", c->peer);
-			reply_finish(&r, EACCES, out);
-			*outlen = POHMEL_HDR_SIZE;
-			return DISPATCH_CLOSE;
+		if (!c->key)
+			return auth_refused(c, c->keyname[0] ?
+					    "unknown key name" : "no key name",
+					    out, outlen);
+		if (!auth_equal(c->mac_c, m->body, POHMEL_MAC_LEN))
+			return auth_refused(c, "wrong MAC", out, outlen);
+		if (!export_key_allowed(&c->pol->ex, c->key->name))
+			return auth_refused(c, "key not allowed for the export (keys=)",
+					    out, outlen);
+		if (conn_sec(c) < c->pol->ex.sec) {
+			snprintf(why, sizeof(why),
+				 "below the export's minimum: sec=%s negotiated, sec=%s required%s",
+				 sec_name(conn_sec(c)),
+				 sec_name(c->pol->ex.sec),
+				 c->v12 ? " (a 1.2 client)" : "");
+			return auth_refused(c, why, out, outlen);
 		}
+		owner = c->key->owner;
+		/* A reload since HELLO may have revoked the key. */
+		now = policy_get();
+		gone = now && !policy_has_owner(now, owner);
+		policy_put(now);
+		if (gone)
+			return auth_refused(c, "key revoked", out, outlen);
+		memcpy(c->owner, owner, sizeof(c->owner));
+		atomic_store(&c->keyed, true);
 	}
 	c->max_msg = c->max_nego;
-	c->sess = session_attach(c->uuid, c->boot_gen, c->peer, c->pol->owner,
-				 &err);
+	c->sess = session_attach(c->uuid, c->boot_gen, c->peer, owner, &err);
+	if (!c->sess && err == EACCES)
+		return auth_refused(c, "session bound to another key",
+				    out, outlen);
 	if (!c->sess) {
 		reply_finish(&r, (uint32_t)err, out);
 		*outlen = POHMEL_HDR_SIZE;
@@ -332,7 +449,9 @@ static int do_auth(struct conn *c, const struct msg *m, uint8_t *out,
 	status = (uint32_t)attr_put(&r, srv.rootfd);
 	reply_finish(&r, status, out);
 	*outlen = POHMEL_HDR_SIZE + r.len;
-	log_debug("%s: authenticated, session %llu", c->peer,
+	log_debug("%s: authenticated (key '%s', sec=%s), session %llu",
+		  c->peer, c->keyname[0] ? c->keyname : "-",
+		  sec_name(conn_sec(c)),
 		  (unsigned long long)session_id(c->sess));
 	return DISPATCH_OK;
 }
@@ -410,7 +529,7 @@ static int dispatch_in(struct conn *c, struct session *s, bool may_wait,
 
 	switch (m.hdr.op) {
 	case POHMEL_OP_HELLO:
-		return do_hello(c, &m, out, outlen);
+		return do_hello(c, &m, raw, rawlen, out, outlen);
 	case POHMEL_OP_AUTH:
 		return do_auth(c, &m, out, outlen);
 	case POHMEL_OP_BATCH:

@@ -132,7 +132,7 @@ static void log_policy(const char *what, const struct policy *p)
 		 p->ex.all_squash ? ", all_squash" :
 		 p->ex.root_squash ? ", root_squash" : "",
 		 p->ex.nallow ? ", allow list" : "",
-		 p->keylen ? "on" : "off");
+		 p->keys.n ? "on" : "off");
 }
 
 /*
@@ -165,18 +165,19 @@ static void reload(void)
 			srv.cfg.ex.path : srv.cfg.state_dir,
 			strcmp(cf.ex.path, srv.cfg.ex.path) ?
 			cf.ex.path : cf.state_dir);
+		keys_free(&ck.keys);
 		goto refused;
 	}
 	if (config_restart_only(&srv.cfg, &cf, names, sizeof(names)))
 		log_warn("SIGHUP: changed, kept until a restart:%s", names);
-	p = policy_new(&cf.ex, ck.key, ck.keylen);
-	memset(ck.key, 0, sizeof(ck.key));
+	p = policy_new(&cf.ex, &ck.keys);
 	if (!p) {
 		log_err("SIGHUP: out of memory");
 		goto refused;
 	}
 	policy_install(p);
 	log_policy("reloaded: serving", p);
+	conns_revoke(p);
 	return;
 
 refused:
@@ -279,13 +280,13 @@ int main(int argc, char **argv)
 		return 1;
 	if (check) {
 		close(ck.rootfd);
+		keys_free(&ck.keys);
 		printf("configuration OK\n");
 		return 0;
 	}
 	srv.rootfd = ck.rootfd;
 	srv.rootdev = ck.rootdev;
-	pol = policy_new(&srv.cfg.ex, ck.key, ck.keylen);
-	memset(ck.key, 0, sizeof(ck.key));
+	pol = policy_new(&srv.cfg.ex, &ck.keys);
 	if (!pol) {
 		log_err("out of memory");
 		goto err_root;

@@ -71,7 +71,10 @@ static size_t ob_max = OB_RESERVE;
 static struct ratelimit rl_stalled = RATELIMIT_INIT;
 static struct ratelimit rl_full = RATELIMIT_INIT;
 
-enum cut { CUT_STALLED, CUT_FULL, CUT_NOMEM, CUT_ERROR };
+static bool ob_seal_locked(struct outbox *ob, const uint8_t *msg, uint32_t n,
+			   uint8_t *out);
+
+enum cut { CUT_STALLED, CUT_FULL, CUT_NOMEM, CUT_ERROR, CUT_SEAL };
 
 void outbox_setup(void)
 {
@@ -102,6 +105,7 @@ void outbox_fini(struct outbox *ob)
 		free(m);
 	}
 	close(ob->wake_fd);
+	aead_fini(&ob->tx);
 	pthread_mutex_destroy(&ob->mu);
 	pthread_mutex_destroy(&ob->write_mu);
 }
@@ -159,6 +163,12 @@ static void ob_kill(struct conn *c, enum cut why)
 	case CUT_NOMEM:
 		log_limited(&rl_full, LOG_ERR, "%s: connection cut: no memory "
 			    "to queue a server message", c->peer);
+		break;
+	case CUT_SEAL:
+		stats.seal_failures++;
+		log_limited(&rl_full, LOG_WARNING, "%s: connection cut: its "
+			    "send counter is used up or sealing failed",
+			    c->peer);
 		break;
 	case CUT_ERROR:
 		break;
@@ -300,9 +310,10 @@ int outbox_push(struct conn *c, const void *buf, size_t len)
 {
 	struct outbox *ob = &c->ob;
 	struct ob_msg *m;
-	bool full;
+	bool full, bad = false;
 
-	m = malloc(sizeof(*m) + len);
+	/* room for the record it may become */
+	m = malloc(sizeof(*m) + len + REC_OVERHEAD);
 	if (!m) {
 		ob_kill(c, CUT_NOMEM);
 		return ENOMEM;
@@ -317,6 +328,18 @@ int outbox_push(struct conn *c, const void *buf, size_t len)
 		return EPIPE;
 	}
 	full = ob->bytes + OB_COST(len) > ob_max;
+	/* Sealed as queued: the counter follows the queue's order, which
+	 * is the order on the wire. */
+	if (!full && ob->sealed) {
+		bad = ob_seal_locked(ob, buf, (uint32_t)len, m->data);
+		m->len = len + REC_OVERHEAD;
+	}
+	if (bad) {
+		pthread_mutex_unlock(&ob->mu);
+		free(m);
+		ob_kill(c, CUT_SEAL);
+		return EPIPE;
+	}
 	if (!full) {
 		if (ob->tail) {
 			ob->tail->next = m;
@@ -340,6 +363,39 @@ int outbox_push(struct conn *c, const void *buf, size_t len)
 	}
 	ob_kick(c);
 	return 0;
+}
+
+/* mu held: msg as the next record (out: n + REC_OVERHEAD bytes). A
+ * sender closes before its counter reaches POHMEL_SEAL_MSGS_MAX. */
+static bool ob_seal_locked(struct outbox *ob, const uint8_t *msg, uint32_t n,
+			   uint8_t *out)
+{
+	if (ob->tx_ctr >= POHMEL_SEAL_MSGS_MAX)
+		return true;
+	if (rec_seal(&ob->tx, ob->tx_ctr, ob->sign, msg, n, out))
+		return true;
+	ob->tx_ctr++;
+	return false;
+}
+
+/* After the HELLO reply went out plain: every message from now on is
+ * a record sealed with key (alg: POHMEL_FEAT_SEAL_AES or _CHACHA), the
+ * first with counter ctr (0 but in tests). */
+int outbox_seal(struct conn *c, uint64_t alg, bool sign,
+		const uint8_t key[32], uint64_t ctr)
+{
+	struct outbox *ob = &c->ob;
+	int err;
+
+	pthread_mutex_lock(&ob->mu);
+	err = aead_init(&ob->tx, alg, key, true);
+	if (!err) {
+		ob->sealed = true;
+		ob->sign = sign;
+		ob->tx_ctr = ctr;
+	}
+	pthread_mutex_unlock(&ob->mu);
+	return err;
 }
 
 /* write_mu held: all of a reply, waiting for the socket as needed. */
@@ -377,12 +433,47 @@ static int write_all(struct conn *c, const uint8_t *p, size_t len)
  */
 int outbox_reply(struct conn *c, const void *buf, size_t len)
 {
+	struct outbox *ob = &c->ob;
+	uint8_t *rec = NULL;
+	bool bad = false;
 	int err;
 
-	pthread_mutex_lock(&c->ob.write_mu);
-	err = ob_flush(c, true);
+	pthread_mutex_lock(&ob->write_mu);
+	for (;;) {
+		err = ob_flush(c, true);
+		if (err)
+			break;
+		pthread_mutex_lock(&ob->mu);
+		if (ob->head) {
+			/* pushed meanwhile: it is older, it goes first */
+			pthread_mutex_unlock(&ob->mu);
+			continue;
+		}
+		if (ob->sealed && !rec) {
+			pthread_mutex_unlock(&ob->mu);
+			rec = malloc(len + REC_OVERHEAD);
+			if (!rec) {
+				ob_kill(c, CUT_NOMEM);
+				err = EPIPE;
+				break;
+			}
+			continue;
+		}
+		/* Nothing queued and write_mu held: this record's counter
+		 * is the next on the wire, whatever is pushed meanwhile. */
+		if (ob->sealed)
+			bad = ob_seal_locked(ob, buf, (uint32_t)len, rec);
+		pthread_mutex_unlock(&ob->mu);
+		break;
+	}
+	if (!err && bad) {
+		ob_kill(c, CUT_SEAL);
+		err = EPIPE;
+	}
 	if (!err)
-		err = write_all(c, buf, len);
+		err = rec ? write_all(c, rec, len + REC_OVERHEAD) :
+			    write_all(c, buf, len);
+	free(rec);
 	if (!err)
 		ob_flush(c, false);
 	pthread_mutex_unlock(&c->ob.write_mu);

@@ -21,6 +21,7 @@
 #include <syslog.h>
 
 #include "wire.h"
+#include "crypto.h"
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 #ifndef MIN
@@ -48,28 +49,6 @@ struct ratelimit {
 void log_limited(struct ratelimit *rl, int prio, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* ---- sha256.c ---- */
-struct sha256_ctx {
-	uint32_t h[8];
-	uint64_t len;
-	uint8_t buf[64];
-	size_t fill;
-};
-void sha256_init(struct sha256_ctx *c);
-void sha256_update(struct sha256_ctx *c, const void *data, size_t n);
-void sha256_final(struct sha256_ctx *c, uint8_t out[32]);
-void sha256(const void *data, size_t n, uint8_t out[32]);
-void hmac_sha256(const uint8_t *key, size_t klen, const void *msg,
-		 size_t mlen, uint8_t out[32]);
-
-/* ---- auth.c: HELLO/AUTH MACs and the key file (shared with libpohmel) */
-void auth_mac(const uint8_t *key, size_t klen, const char label[8],
-	      const uint8_t *n1, const uint8_t *n2, const uint8_t uuid[16],
-	      uint8_t out[POHMEL_MAC_LEN]);
-bool auth_equal(const uint8_t *a, const uint8_t *b, size_t n);
-int key_file_load(const char *path, uint8_t *key, size_t *klen,
-		  char *err, size_t errlen);
-
 /* ---- config.c ---- */
 struct cidr {
 	int family;		/* AF_INET or AF_INET6 */
@@ -78,6 +57,7 @@ struct cidr {
 };
 
 #define MAX_ALLOW	32
+#define MAX_EXPORT_KEYS	32
 struct export_cfg {
 	char path[4096];
 	bool ro;
@@ -88,7 +68,14 @@ struct export_cfg {
 	bool trusted_xattrs;	/* trusted.*, security.* for unsquashed root */
 	int nallow;		/* 0: every address allowed */
 	struct cidr allow[MAX_ALLOW];
+	int sec;		/* SEC_*: the least a client must use */
+	int nkeys;		/* 0: every key of the key file */
+	char keys[MAX_EXPORT_KEYS][POHMEL_KEYNAME_MAX + 1];
 };
+enum { SEC_NONE, SEC_AUTH, SEC_SEAL };
+const char *sec_name(int sec);
+int sec_parse(const char *s);
+bool export_key_allowed(const struct export_cfg *ex, const char *name);
 
 struct config {
 	bool have_export;
@@ -130,12 +117,10 @@ int config_restart_only(const struct config *a, const struct config *b,
 struct policy {
 	atomic_int refs;
 	struct export_cfg ex;
-	uint8_t key[POHMEL_KEY_MAX];
-	size_t keylen;		/* 0: authentication off */
-	uint8_t owner[32];	/* sessions' owner fingerprint (session.c) */
+	struct keyring keys;	/* none: authentication off */
 };
-struct policy *policy_new(const struct export_cfg *ex, const uint8_t *key,
-			  size_t keylen);
+struct policy *policy_new(const struct export_cfg *ex, struct keyring *keys);
+bool policy_has_owner(const struct policy *p, const uint8_t owner[32]);
 struct policy *policy_get(void);
 void policy_put(struct policy *p);
 void policy_install(struct policy *p);
@@ -144,8 +129,7 @@ void policy_install(struct policy *p);
 struct checked {
 	int rootfd;		/* the export root, open (see struct server) */
 	dev_t rootdev;
-	uint8_t key[POHMEL_KEY_MAX];
-	size_t keylen;
+	struct keyring keys;
 };
 void cfg_say(bool plain, int prio, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -179,7 +163,9 @@ struct stats {
 	atomic_ullong conns_total;
 	atomic_int conns_now;
 	atomic_ullong proto_errors;
-	atomic_ullong auth_failures;
+	atomic_ullong auth_failures;	/* refused or failed handshakes */
+	atomic_ullong seal_failures;	/* records refused: conn closed */
+	atomic_ullong keys_revoked;	/* conns closed: key gone (SIGHUP) */
 	atomic_ullong replays;
 	atomic_ullong sessions_refused;	/* max-sessions reached */
 	atomic_ullong sessions_expired;	/* idle for session-timeout */
@@ -328,6 +314,12 @@ struct outbox {
 	bool dead;			/* cut or failed: nothing is written */
 	int wake_fd;			/* eventfd: the reader polls POLLOUT;
 					 * set at init, no lock */
+	/* The record layer's sending side (1.3), under mu: counters are
+	 * taken in the order messages reach the socket. */
+	bool sealed;
+	bool sign;
+	struct aead tx;
+	uint64_t tx_ctr;
 };
 void outbox_setup(void);
 int outbox_init(struct outbox *ob);
@@ -335,6 +327,8 @@ void outbox_fini(struct outbox *ob);
 int outbox_push(struct conn *c, const void *buf, size_t len);
 int outbox_reply(struct conn *c, const void *buf, size_t len);
 int outbox_poll(struct conn *c, int ms);
+int outbox_seal(struct conn *c, uint64_t alg, bool sign,
+		const uint8_t key[32], uint64_t ctr);
 void outbox_expire(struct conn *c);
 void outbox_close(struct conn *c);
 
@@ -359,6 +353,21 @@ struct conn {
 	uint8_t nonce_s[POHMEL_NONCE_LEN];
 	struct session *sess;
 
+	/* The handshake (dispatch.c) and the record layer (conn.c). */
+	char keyname[POHMEL_KEYNAME_MAX + 1];	/* as the client named it */
+	const struct keyent *key;	/* in pol; NULL: unknown name */
+	uint8_t fake_key[32];		/* unknown name: MACs from this */
+	bool v12;			/* a 1.2 client (1.2 handshake) */
+	uint8_t mac_c[POHMEL_MAC_LEN];	/* what AUTH must carry */
+	uint32_t auth_tag;		/* of the AUTH request, if read */
+	uint8_t k_c2s[32], k_s2c[32];	/* until the record layer starts */
+	bool seal_next;			/* start it after the HELLO reply */
+	bool sealed;			/* records only, both ways */
+	struct aead rx;
+	uint64_t rx_ctr;
+	atomic_bool keyed;		/* owner is set (conns_revoke) */
+	uint8_t owner[32];		/* the key's fingerprint (policy.c) */
+
 	bool grants_gone;		/* under grants_mu (grants.c) */
 	int ngrants;			/* objects it holds a grant on, ditto */
 	atomic_bool gone;		/* its thread is done reading */
@@ -376,6 +385,14 @@ int conn_start(int fd, const struct sockaddr *sa, socklen_t salen,
 void conn_get(struct conn *c);
 void conn_put(struct conn *c);
 bool conns_shutdown(void);
+int conns_revoke(const struct policy *p);
+#define READ_TIMEOUT	(-1)
+int conn_read(struct conn *c, uint8_t *p, size_t n);
+
+/* ---- conn_rec.c: the record layer, receiving ---- */
+int conn_seal_start(struct conn *c);
+int conn_read_msg(struct conn *c, uint8_t *rx, uint8_t *tx,
+		  const uint8_t **msg, uint32_t *len, struct whdr *h);
 int conn_init_struct(struct conn *c, int fd, struct policy *pol);
 int conn_defer(struct conn *c, const uint8_t *raw, uint32_t rawlen);
 
@@ -401,6 +418,9 @@ struct msg {
 };
 #define PROTO_DROP	(-1)
 int proto_hdr(const uint8_t *raw, struct whdr *h, uint32_t max_msg);
+const char *proto_record(const uint8_t *raw, uint32_t max_msg, uint32_t *n);
+const char *proto_inner(const uint8_t *inner, uint32_t n, struct whdr *h,
+			uint32_t max_msg);
 int proto_parse(struct msg *m, const uint8_t *raw, uint32_t rawlen);
 int proto_name_check(const char *name, uint32_t len);
 
@@ -450,6 +470,8 @@ enum { DISPATCH_OK = 0, DISPATCH_DROP = -1, DISPATCH_CLOSE = 1,
        DISPATCH_DEFER = 2 };
 int dispatch(struct conn *c, const uint8_t *raw, uint32_t rawlen,
 	     uint8_t *out, uint32_t cap, uint32_t *outlen);
+int auth_refused(struct conn *c, const char *why, uint8_t *out,
+		 uint32_t *outlen);
 /* On a worker thread: may wait for recalls; s is the worker's reference. */
 int dispatch_wait(struct conn *c, struct session *s, const uint8_t *raw,
 		  uint32_t rawlen, uint8_t *out, uint32_t cap,

@@ -22,6 +22,47 @@ int proto_hdr(const uint8_t *raw, struct whdr *h, uint32_t max_msg)
 	return 0;
 }
 
+/*
+ * The outer header of a record (1.3): flags POHMEL_HF_SEALED and len,
+ * nothing else; 2 * POHMEL_HDR_SIZE + POHMEL_TAG_LEN <= len <= that +
+ * max_msg. Unlike any other header's, a record's len counts the outer
+ * header itself (len = POHMEL_HDR_SIZE + n + POHMEL_TAG_LEN): n + tag
+ * bytes follow it. NULL with *n = the inner message's length, or what
+ * is wrong.
+ */
+const char *proto_record(const uint8_t *raw, uint32_t max_msg, uint32_t *n)
+{
+	static const uint8_t zero[POHMEL_HDR_SIZE];
+	struct whdr h;
+
+	whdr_get(raw, &h);
+	if (h.flags != POHMEL_HF_SEALED)
+		return "a plain message where a record is due";
+	/* every field but len (0..3) and flags (6..7) is zero */
+	if (memcmp(raw + 4, zero, 2) || memcmp(raw + 8, zero, 24))
+		return "a record's outer header with a field set";
+	/* len: the inner message (a header at least) and the tag */
+	if (h.len < POHMEL_HDR_SIZE + POHMEL_TAG_LEN ||
+	    h.len - POHMEL_HDR_SIZE - POHMEL_TAG_LEN > max_msg ||
+	    h.len - POHMEL_HDR_SIZE - POHMEL_TAG_LEN > POHMEL_MAX_MSG)
+		return "a record's length out of bounds";
+	*n = h.len - POHMEL_TAG_LEN;
+	return NULL;
+}
+
+/* An opened record's inner message of n bytes: a whole message. */
+const char *proto_inner(const uint8_t *inner, uint32_t n, struct whdr *h,
+			uint32_t max_msg)
+{
+	if (proto_hdr(inner, h, max_msg))
+		return "bad framing inside a record";
+	if (h->len != n - POHMEL_HDR_SIZE)
+		return "a record's inner length does not match";
+	if (h->flags & POHMEL_HF_SEALED)
+		return "a record inside a record";
+	return NULL;
+}
+
 /* A name component: 1..255 bytes, no '/', no NUL, not "." or "..". */
 int proto_name_check(const char *name, uint32_t len)
 {
@@ -78,7 +119,16 @@ static int parse_body(struct msg *m)
 
 	switch (m->hdr.op) {
 	case POHMEL_OP_HELLO:
-		NEED(POHMEL_HELLO_SIZE);
+		if (m->blen < POHMEL_HELLO_SIZE)
+			return PROTO_DROP;
+		m->namelen = get16(b + 20);	/* key_len (1.3) */
+		NEED(POHMEL_HELLO_SIZE + m->namelen);
+		if (m->namelen && !keyname_valid((const char *)b +
+						 POHMEL_HELLO_SIZE,
+						 m->namelen))
+			return EINVAL;
+		memcpy(m->name, b + POHMEL_HELLO_SIZE, m->namelen);
+		m->name[m->namelen] = 0;
 		return 0;
 	case POHMEL_OP_AUTH:
 		NEED(POHMEL_AUTH_SIZE);

@@ -58,24 +58,43 @@ static struct session *sessions;	/* under sess_mu */
 static int nsessions;			/* under sess_mu */
 static uint64_t next_id = 1;		/* under sess_mu */
 
-/* The identity of this server's clients: see the comment at the top. */
-static uint8_t our_owner[OWNER_LEN];
+/*
+ * Files are loaded at start, under the policy of the start (policy.c):
+ * a file's owner must be one of its keys (zeros: no key). A file
+ * without an owner record gets the owner of the key named "default".
+ */
+static struct policy *load_pol;
 static pthread_once_t owner_once = PTHREAD_ONCE_INIT;
 
-/* Files are loaded at start, under the policy of the start (policy.c). */
 static void owner_init(void)
 {
-	struct policy *p = policy_get();
-
-	if (p)
-		memcpy(our_owner, p->owner, OWNER_LEN);
-	policy_put(p);
+	load_pol = policy_get();
 }
 
 const uint8_t *sess_owner_id(void)
 {
+	static const uint8_t zero[OWNER_LEN];
+	const struct keyent *k;
+
 	pthread_once(&owner_once, owner_init);
-	return our_owner;
+	if (!load_pol)
+		return zero;
+	k = keys_find(&load_pol->keys, "default", 7);
+	return k ? k->owner : zero;
+}
+
+bool sess_owner_known(const uint8_t *owner)
+{
+	static const uint8_t zero[OWNER_LEN];
+	int i;
+
+	pthread_once(&owner_once, owner_init);
+	if (!load_pol || !load_pol->keys.n)
+		return !memcmp(owner, zero, OWNER_LEN);
+	for (i = 0; i < load_pol->keys.n; i++)
+		if (!memcmp(owner, load_pol->keys.k[i].owner, OWNER_LEN))
+			return true;
+	return false;
 }
 
 static void uuid_hex(char out[33], const uint8_t uuid[16])
@@ -272,7 +291,7 @@ struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen,
 
 		pthread_mutex_unlock(&sess_mu);
 		release_dead(dead);
-		log_warn("%s: session %llu was made under another key (replaced by a reload): refused",
+		log_warn("%s: session %llu was made under another key (another key name, or replaced by a reload): refused",
 			 peer ? peer : "?", id);
 		*err = EACCES;
 		return NULL;

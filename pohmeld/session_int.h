@@ -113,6 +113,7 @@ static inline uint32_t enc_close(uint8_t *b, uint32_t slot, uint32_t gen)
 
 /* session.c */
 const uint8_t *sess_owner_id(void);
+bool sess_owner_known(const uint8_t *owner);
 struct session *sess_new_restored(const uint8_t uuid[16], uint64_t boot_gen,
 				  char *why, size_t wl);
 

@@ -210,8 +210,9 @@ static const char *rec_check(uint32_t type, const uint8_t *b, uint32_t n)
 	case SR_OWNER:
 		if (n != OWNER_LEN)
 			return "owner length is wrong";
-		return memcmp(b, sess_owner_id(), OWNER_LEN) ?
-		       "written for a client of another key" : NULL;
+		return !sess_owner_known(b) ?
+		       "written for a client of another key (not in the key file)" :
+		       NULL;
 	case SR_RANGE: {
 		struct idr_range r;
 
@@ -285,6 +286,9 @@ static void restore_rec(struct session *s, uint32_t type, const uint8_t *b,
 		h->oid.gen = get64(b + 24);
 		if (h->gen > s->hgen)
 			s->hgen = h->gen;
+		return;
+	case SR_OWNER:
+		memcpy(s->owner, b, OWNER_LEN);
 		return;
 	case SR_RANGE: {
 		struct idr_range r;

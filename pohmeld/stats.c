@@ -58,6 +58,8 @@ size_t stats_format(char *buf, size_t cap)
 	EMIT("protocol_errors %llu\n",
 	     (unsigned long long)stats.proto_errors);
 	EMIT("auth_failures %llu\n", (unsigned long long)stats.auth_failures);
+	EMIT("seal_failures %llu\n", (unsigned long long)stats.seal_failures);
+	EMIT("keys_revoked %llu\n", (unsigned long long)stats.keys_revoked);
 	EMIT("replays %llu\n", (unsigned long long)stats.replays);
 	EMIT("sessions_refused %llu\n",
 	     (unsigned long long)stats.sessions_refused);

@@ -181,3 +181,17 @@ uint32_t pc_enc_hello(uint8_t *b, uint64_t features, uint32_t max_msg,
 	memcpy(b + 48, nonce, POHMEL_NONCE_LEN);
 	return POHMEL_HELLO_SIZE;
 }
+
+/* 1.3: the body, then the key name (key_len bytes; none without). */
+uint32_t pc_enc_hello13(uint8_t *b, uint64_t features, uint32_t max_msg,
+			const uint8_t uuid[16], uint64_t boot_gen,
+			const uint8_t *nonce, const char *keyname)
+{
+	size_t n = keyname ? strlen(keyname) : 0;
+
+	pc_enc_hello(b, features, max_msg, uuid, boot_gen, nonce);
+	put16(b + 20, (uint16_t)n);
+	if (n)
+		memcpy(b + POHMEL_HELLO_SIZE, keyname, n);
+	return POHMEL_HELLO_SIZE + (uint32_t)n;
+}

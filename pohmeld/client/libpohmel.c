@@ -30,12 +30,24 @@ int pc_init(struct pc *c)
 	/* bodies are built at sbuf + 1024 (see BODY()) */
 	c->sbuf = malloc(1024 + POHMEL_HDR_SIZE + POHMEL_MAX_MSG);
 	c->rbuf = malloc(POHMEL_MAX_MSG);
-	if (!c->sbuf || !c->rbuf) {
-		free(c->sbuf);
-		free(c->rbuf);
+	c->wbuf = malloc(POHMEL_HDR_SIZE + POHMEL_MAX_MSG + REC_OVERHEAD);
+	c->ibuf = malloc(POHMEL_HDR_SIZE + POHMEL_MAX_MSG + REC_OVERHEAD);
+	if (!c->sbuf || !c->rbuf || !c->wbuf || !c->ibuf) {
+		pc_disconnect(c);
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+int pc_sec_parse(const char *s)
+{
+	if (!strcmp(s, "none"))
+		return PC_SEC_NONE;
+	if (!strcmp(s, "auth"))
+		return PC_SEC_AUTH;
+	if (!strcmp(s, "seal"))
+		return PC_SEC_SEAL;
+	return -1;
 }
 
 void pc_disconnect(struct pc *c)
@@ -45,13 +57,44 @@ void pc_disconnect(struct pc *c)
 	c->fd = -1;
 	free(c->sbuf);
 	free(c->rbuf);
-	c->sbuf = c->rbuf = NULL;
+	free(c->wbuf);
+	free(c->ibuf);
+	c->sbuf = c->rbuf = c->wbuf = c->ibuf = NULL;
+	aead_fini(&c->tx);
+	aead_fini(&c->rx);
+	c->sealed = false;
+	memset(c->k_c2s, 0, sizeof(c->k_c2s));
+	memset(c->k_s2c, 0, sizeof(c->k_s2c));
 }
 
+/*
+ * The key named c->keyname if set; else the file's only key, or the
+ * one named "default". Sets key, keylen and keyname.
+ */
 int pc_load_key(struct pc *c, const char *path)
 {
-	return key_file_load(path, c->key, &c->keylen, c->err,
-			     sizeof(c->err)) ? -EINVAL : 0;
+	const struct keyent *k = NULL;
+	struct keyring kr;
+
+	if (keys_load(path, &kr, c->err, sizeof(c->err)))
+		return -EINVAL;
+	if (c->keyname[0])
+		k = keys_find(&kr, c->keyname, strlen(c->keyname));
+	else if (kr.n == 1)
+		k = &kr.k[0];
+	else
+		k = keys_find(&kr, "default", 7);
+	if (!k) {
+		snprintf(c->err, sizeof(c->err), "%s: no key named '%s'",
+			 path, c->keyname[0] ? c->keyname : "default");
+		keys_free(&kr);
+		return -ENOENT;
+	}
+	memcpy(c->key, k->key, k->len);
+	c->keylen = k->len;
+	snprintf(c->keyname, sizeof(c->keyname), "%s", k->name);
+	keys_free(&kr);
+	return 0;
 }
 
 /* Bound every send and receive on the connection (0: no bound). */
@@ -191,7 +234,35 @@ bool pc_op_has_seq(uint16_t op)
 	return false;
 }
 
+int pc_seal(struct pc *c, const void *msg, size_t len, uint8_t *out)
+{
+	if (!c->sealed || len > POHMEL_HDR_SIZE + (size_t)POHMEL_MAX_MSG)
+		return -EINVAL;
+	if (c->tx_ctr >= POHMEL_SEAL_MSGS_MAX) {
+		snprintf(c->err, sizeof(c->err), "send counter used up");
+		return -EPIPE;
+	}
+	if (rec_seal(&c->tx, c->tx_ctr, c->sign, msg, (uint32_t)len, out)) {
+		snprintf(c->err, sizeof(c->err), "sealing failed");
+		return -EIO;
+	}
+	c->tx_ctr++;
+	return 0;
+}
+
 int pc_send_raw(struct pc *c, const void *buf, size_t len)
+{
+	int err;
+
+	if (!c->sealed)
+		return pc_send_wire(c, buf, len);
+	err = pc_seal(c, buf, len, c->wbuf);
+	if (err)
+		return err;
+	return pc_send_wire(c, c->wbuf, len + REC_OVERHEAD);
+}
+
+int pc_send_wire(struct pc *c, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 
@@ -271,20 +342,68 @@ int pc_recall_ack(struct pc *c, const struct pc_recall *r)
 	return pc_send(c, POHMEL_OP_RECALL_ACK, c->tag, 0, b, sizeof(b));
 }
 
-/* A RECALL's body (h already read): queue, callback, auto-ack. */
+/*
+ * The next whole message into c->ibuf: *h its header, its payload at
+ * c->ibuf + POHMEL_HDR_SIZE. With the record layer on, a record is
+ * read, checked and opened; one that does not open is -EBADMSG.
+ */
+static int read_msg(struct pc *c, struct whdr *h)
+{
+	uint8_t *b = c->ibuf;
+	uint32_t n;
+	int err;
+
+	err = read_full(c, b, POHMEL_HDR_SIZE);
+	if (err)
+		return err;
+	whdr_get(b, h);
+	if (!c->sealed) {
+		if (h->len > POHMEL_MAX_MSG) {
+			snprintf(c->err, sizeof(c->err), "reply too long (%u)",
+				 h->len);
+			return -EPROTO;
+		}
+		return read_full(c, b + POHMEL_HDR_SIZE, h->len);
+	}
+	if (h->flags != POHMEL_HF_SEALED || h->op || h->tag || h->status ||
+	    h->seq || h->uid || h->gid) {
+		snprintf(c->err, sizeof(c->err), "not a record where one is due");
+		return -EPROTO;
+	}
+	if (h->len < POHMEL_HDR_SIZE + POHMEL_TAG_LEN ||
+	    h->len > POHMEL_HDR_SIZE + POHMEL_TAG_LEN + POHMEL_MAX_MSG) {
+		snprintf(c->err, sizeof(c->err), "record length %u", h->len);
+		return -EPROTO;
+	}
+	/* n bytes of inner message and a tag follow the outer header */
+	n = h->len - POHMEL_TAG_LEN;
+	err = read_full(c, b + POHMEL_HDR_SIZE, n + POHMEL_TAG_LEN);
+	if (err)
+		return err;
+	if (rec_open(&c->rx, c->rx_ctr, c->sign, b, n)) {
+		snprintf(c->err, sizeof(c->err), "a record does not open");
+		return -EBADMSG;
+	}
+	c->rx_ctr++;
+	whdr_get(b + POHMEL_HDR_SIZE, h);
+	if (h->len != n - POHMEL_HDR_SIZE) {
+		snprintf(c->err, sizeof(c->err), "bad length inside a record");
+		return -EPROTO;
+	}
+	memmove(b, b + POHMEL_HDR_SIZE, n);
+	return 0;
+}
+
+/* A RECALL (h and its body in ibuf): queue, callback, auto-ack. */
 static int take_recall(struct pc *c, const struct whdr *h)
 {
-	uint8_t b[POHMEL_RECALL_SIZE];
+	const uint8_t *b = c->ibuf + POHMEL_HDR_SIZE;
 	struct pc_recall r;
-	int err;
 
 	if (h->len != POHMEL_RECALL_SIZE || h->tag != 0) {
 		snprintf(c->err, sizeof(c->err), "bad RECALL");
 		return -EPROTO;
 	}
-	err = read_full(c, b, sizeof(b));
-	if (err)
-		return err;
 	woid_get(b, &r.oid);
 	r.to = get32(b + 16);
 	r.recall_id = get64(b + 24);
@@ -302,40 +421,29 @@ static int take_recall(struct pc *c, const struct whdr *h)
 }
 
 /* One message other than a RECALL (those are taken in on the way);
- * payload beyond cap is read and dropped. */
+ * payload beyond cap is dropped. */
 int pc_recv(struct pc *c, struct whdr *h, uint8_t *payload, uint32_t cap)
 {
-	uint8_t hb[POHMEL_HDR_SIZE];
 	int err;
 
-again:
-	err = read_full(c, hb, sizeof(hb));
-	if (err)
-		return err;
-	whdr_get(hb, h);
-	if (h->flags & POHMEL_HF_SERVER && h->op == POHMEL_OP_RECALL) {
+	for (;;) {
+		err = read_msg(c, h);
+		if (err)
+			return err;
+		if (!(h->flags & POHMEL_HF_SERVER && h->op == POHMEL_OP_RECALL))
+			break;
 		err = take_recall(c, h);
 		if (err)
 			return err;
-		goto again;
 	}
-	if (h->len > POHMEL_MAX_MSG) {
-		snprintf(c->err, sizeof(c->err), "reply too long (%u)",
-			 h->len);
-		return -EPROTO;
-	}
-	if (h->len <= cap)
-		return read_full(c, payload, h->len);
-	err = read_full(c, c->rbuf, h->len);
-	if (!err && cap)
-		memcpy(payload, c->rbuf, cap);
-	return err;
+	if (cap)
+		memcpy(payload, c->ibuf + POHMEL_HDR_SIZE, MIN(cap, h->len));
+	return 0;
 }
 
 int pc_next_recall(struct pc *c, int timeout_ms, struct pc_recall *r)
 {
 	struct pollfd p = { .fd = c->fd, .events = POLLIN };
-	uint8_t hb[POHMEL_HDR_SIZE];
 	struct whdr h;
 	int err;
 
@@ -348,18 +456,10 @@ int pc_next_recall(struct pc *c, int timeout_ms, struct pc_recall *r)
 			return -ETIMEDOUT;
 		if (n < 0)
 			return -errno;
-		err = read_full(c, hb, sizeof(hb));
-		if (err)
-			return err;
-		whdr_get(hb, &h);
-		if (h.flags & POHMEL_HF_SERVER && h.op == POHMEL_OP_RECALL) {
+		err = read_msg(c, &h);
+		if (!err && h.flags & POHMEL_HF_SERVER &&
+		    h.op == POHMEL_OP_RECALL)
 			err = take_recall(c, &h);
-		} else if (h.len > POHMEL_MAX_MSG) {
-			snprintf(c->err, sizeof(c->err), "reply too long");
-			err = -EPROTO;
-		} else {
-			err = read_full(c, c->rbuf, h.len);	/* dropped */
-		}
 		if (err)
 			return err;
 	}
@@ -414,78 +514,6 @@ int pc_call(struct pc *c, uint16_t op, const void *body, uint32_t blen,
 	uint64_t seq = pc_op_has_seq(op) ? ++c->seq : 0;
 
 	return pc_call_seq(c, op, seq, body, blen, rep, cap, rlen);
-}
-
-/* ---- handshake ---- */
-
-int pc_handshake(struct pc *c)
-{
-	static const uint8_t zero16[16];
-	uint8_t b[POHMEL_HELLO_SIZE], r[POHMEL_ATTR_SIZE + POHMEL_HELLO_SIZE];
-	uint8_t nonce_c[POHMEL_NONCE_LEN], mac[POHMEL_MAC_LEN];
-	uint64_t want = c->want_features;
-	uint32_t rl;
-	int err;
-
-	if (!memcmp(c->uuid, zero16, 16) &&
-	    getrandom(c->uuid, 16, 0) != 16)
-		return -EIO;
-	if (!c->boot_gen)
-		c->boot_gen = 1;
-	if (getrandom(nonce_c, sizeof(nonce_c), 0) != sizeof(nonce_c))
-		return -EIO;
-	if (!want)
-		want = POHMEL_FEAT_BATCH | (c->keylen ? POHMEL_FEAT_AUTH : 0);
-	pc_enc_hello(b, want, c->max_msg, c->uuid, c->boot_gen, nonce_c);
-	err = pc_call_seq(c, POHMEL_OP_HELLO, 0, b, sizeof(b), r, sizeof(r),
-			  &rl);
-	if (err) {
-		if (err > 0)
-			snprintf(c->err, sizeof(c->err), "HELLO: %s",
-				 strerror(err));
-		return err;
-	}
-	if (rl != POHMEL_HELLO_SIZE || get32(r) != POHMEL_MAGIC) {
-		snprintf(c->err, sizeof(c->err), "bad HELLO reply");
-		return -EPROTO;
-	}
-	c->features = get64(r + 8);
-	c->max_msg = get32(r + 16);
-	c->server_boot = get64(r + 40);
-	memcpy(c->verifier, r + 24, sizeof(c->verifier));
-	if (c->keylen) {
-		if (!(c->features & POHMEL_FEAT_AUTH)) {
-			snprintf(c->err, sizeof(c->err),
-				 "server does not authenticate");
-			return EACCES;
-		}
-		auth_mac(c->key, c->keylen, "pohmel-s", nonce_c, r + 48,
-			 c->uuid, mac);
-		if (!auth_equal(mac, r + 80, POHMEL_MAC_LEN) &&
-		    !c->test_skip_server_proof) {
-			snprintf(c->err, sizeof(c->err),
-				 "server failed to prove the key");
-			return EACCES;
-		}
-		auth_mac(c->key, c->keylen, "pohmel-c", r + 48, nonce_c,
-			 c->uuid, mac);
-	} else {
-		memset(mac, 0, sizeof(mac));
-	}
-	err = pc_call_seq(c, POHMEL_OP_AUTH, c->seq, mac, sizeof(mac), r,
-			  POHMEL_ATTR_SIZE, &rl);
-	if (err) {
-		if (err > 0)
-			snprintf(c->err, sizeof(c->err), "AUTH: %s",
-				 strerror(err));
-		return err;
-	}
-	if (rl != POHMEL_ATTR_SIZE) {
-		snprintf(c->err, sizeof(c->err), "bad AUTH reply");
-		return -EPROTO;
-	}
-	wattr_get(r, &c->root);
-	return 0;
 }
 
 /* ---- typed calls ---- */

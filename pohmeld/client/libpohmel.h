@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "../wire.h"
+#include "../crypto.h"
 
 struct pc_recall {
 	struct woid oid;
@@ -44,11 +44,30 @@ struct pc {
 	uint8_t verifier[16];	/* write verifier (FEAT_STABLE), else 0 */
 	uint8_t key[64];
 	size_t keylen;		/* 0: no key */
+	/* 1.3: the key's name (pc_load_key sets it, or picks the key of
+	 * that name if set before), what to ask for (PC_SEC_*), and which
+	 * AEADs to offer (POHMEL_FEAT_SEAL_* bits; 0: both) */
+	char keyname[POHMEL_KEYNAME_MAX + 1];
+	int sec;
+	uint64_t aeads;
 	uint64_t want_features;	/* 0: the library's default */
 	/* > 0: connect, and every send or receive after it, fails with
 	 * -ETIMEDOUT past this many milliseconds; 0: wait for ever (tests) */
 	unsigned int timeout_ms;
 	bool test_skip_server_proof;	/* tests: AUTH even if mac_s is bad */
+	bool test_v12;			/* tests: a 1.2 client's handshake */
+	uint64_t test_ctr_start;	/* tests: first record counter */
+	/* tests: change the HELLO request after TH took it in */
+	void (*test_hello_hook)(uint8_t *req, size_t len);
+	/* the record layer (1.3), once the HELLO reply negotiated an AEAD */
+	bool sealed, sign;
+	struct aead tx, rx;
+	uint64_t tx_ctr, rx_ctr;
+	uint8_t th[32], k_c2s[32], k_s2c[32];	/* of the last handshake */
+	uint8_t hello_req[POHMEL_HDR_SIZE + POHMEL_HELLO_SIZE +
+			  POHMEL_KEYNAME_MAX + 8 + 4 * POHMEL_MAX_GROUPS];
+	size_t hello_req_len;
+	uint8_t hello_rep[POHMEL_HDR_SIZE + POHMEL_HELLO_SIZE];
 	/* credentials sent in every request header */
 	uint32_t uid, gid, ngroups;
 	uint32_t groups[POHMEL_MAX_GROUPS];
@@ -61,8 +80,13 @@ struct pc {
 	unsigned int qhead, qlen;
 	uint64_t recalls_seen;
 	uint8_t *sbuf, *rbuf;
+	uint8_t *wbuf, *ibuf;	/* a record out, a message or record in */
 	char err[256];
 };
+
+#define PC_SEC_NONE	0	/* the key checked once (1.2's mode) */
+#define PC_SEC_AUTH	1	/* every message signed (FEAT_SIGN) */
+#define PC_SEC_SEAL	2	/* every message encrypted */
 
 struct pc_statfs {
 	uint64_t blocks, bfree, bavail, files, ffree;
@@ -86,7 +110,14 @@ int pc_load_key(struct pc *c, const char *path);
 /* raw messages */
 int pc_send(struct pc *c, uint16_t op, uint32_t tag, uint64_t seq,
 	    const void *body, uint32_t blen);
+/* One whole message: as a record once the record layer is on. */
 int pc_send_raw(struct pc *c, const void *buf, size_t len);
+/* Bytes as they are, whatever the record layer (tests). */
+int pc_send_wire(struct pc *c, const void *buf, size_t len);
+/* The next record of msg into out (len + REC_OVERHEAD bytes): takes a
+ * send counter (tests send it, changed or not, with pc_send_wire). */
+int pc_seal(struct pc *c, const void *msg, size_t len, uint8_t *out);
+int pc_sec_parse(const char *s);
 int pc_recv(struct pc *c, struct whdr *h, uint8_t *payload, uint32_t cap);
 int pc_call_seq(struct pc *c, uint16_t op, uint64_t seq, const void *body,
 		uint32_t blen, uint8_t *rep, uint32_t cap, uint32_t *rlen);
@@ -134,6 +165,9 @@ uint32_t pc_enc_lock(uint8_t *b, const struct woid *o, uint64_t owner,
 uint32_t pc_enc_hello(uint8_t *b, uint64_t features, uint32_t max_msg,
 		      const uint8_t uuid[16], uint64_t boot_gen,
 		      const uint8_t *nonce);
+uint32_t pc_enc_hello13(uint8_t *b, uint64_t features, uint32_t max_msg,
+			const uint8_t uuid[16], uint64_t boot_gen,
+			const uint8_t *nonce, const char *keyname);
 
 /* typed calls */
 int pc_ping(struct pc *c);

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * pohmel - talk to pohmeld from the command line (see pohmel(1)).
- *   pohmel [-p PORT] [-k KEYFILE] [-u UID] [-g GID] [-t SECONDS] HOST CMD [ARGS]
+ *   pohmel [-p PORT] [-k KEYFILE] [-K NAME] [-S SEC] [-u UID] [-g GID]
+ *          [-t SECONDS] HOST CMD [ARGS]
+ *   pohmel keygen FILE [NAME]
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -14,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
@@ -37,7 +40,9 @@ static bool timeout_given;	/* -t on the command line */
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: pohmel [-p PORT] [-k KEYFILE] [-u UID] [-g GID] [-t SECONDS] HOST CMD [ARGS]\n"
+"usage: pohmel [-p PORT] [-k KEYFILE] [-K NAME] [-S SEC] [-u UID] [-g GID]\n"
+"              [-t SECONDS] HOST CMD [ARGS]\n"
+"       pohmel keygen FILE [NAME]\n"
 "       pohmel -h|--help | -V|--version\n"
 "commands:\n"
 "  ping | stats | statfs [PATH]\n"
@@ -48,10 +53,18 @@ static void usage(FILE *f)
 "  lock [-s] [-w] PATH   (holds the lock until stdin reaches EOF)\n"
 "  locktest [-s] [-f] PATH   (who holds a lock that conflicts with one\n"
 "                            on the whole file: owner, pid, or unlocked)\n"
+"  keygen FILE [NAME]    (no HOST) write a new random 32-byte key as\n"
+"                        \"NAME HEX\" (NAME default \"default\") to FILE,\n"
+"                        mode 0600; an existing FILE is not overwritten\n"
 "options:\n"
 "  -p, --port PORT        server port (default %d)\n"
 "  -k, --key-file FILE    pre-shared key (default /etc/pohmelfs/key if it\n"
 "                         exists; \"none\": no key)\n"
+"  -K, --key-name NAME    the key of that name in the key file (default:\n"
+"                         its only key, or the one named \"default\")\n"
+"  -S, --sec SEC          with a key: none (the key checked once), auth\n"
+"                         (every message signed) or seal (every message\n"
+"                         encrypted; the default)\n"
 "  -u, --uid UID          caller uid sent with each request (default 0)\n"
 "  -g, --gid GID          caller gid sent with each request (default 0)\n"
 "  -t, --timeout SECONDS  give up when connecting, or waiting for the server,\n"
@@ -573,11 +586,62 @@ static int run(int argc, char **argv)
 #undef NEED
 }
 
+/* pohmel keygen FILE [NAME]: a new key, never over an existing file. */
+static int keygen(int argc, char **argv)
+{
+	const char *name = argc > 2 ? argv[2] : "default";
+	char line[POHMEL_KEYNAME_MAX + 2 + 64 + 2];
+	uint8_t key[32];
+	size_t n, i;
+	int fd;
+
+	if (argc < 2 || argc > 3) {
+		usage(stderr);
+		return 2;
+	}
+	if (!keyname_valid(name, strlen(name))) {
+		fprintf(stderr, "pohmel: keygen: bad key name '%s' (1..%d of A-Z a-z 0-9 . _ -)\n",
+			name, POHMEL_KEYNAME_MAX);
+		return 2;
+	}
+	if (getrandom(key, sizeof(key), 0) != sizeof(key)) {
+		fprintf(stderr, "pohmel: keygen: getrandom: %s\n",
+			strerror(errno));
+		return 1;
+	}
+	n = (size_t)snprintf(line, sizeof(line), "%s ", name);
+	for (i = 0; i < sizeof(key); i++)
+		n += (size_t)snprintf(line + n, sizeof(line) - n, "%02x",
+				      key[i]);
+	n += (size_t)snprintf(line + n, sizeof(line) - n, "\n");
+	memset(key, 0, sizeof(key));
+	fd = open(argv[1], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		fprintf(stderr, "pohmel: keygen: %s: %s\n", argv[1],
+			errno == EEXIST ? "exists already (not overwritten)" :
+			strerror(errno));
+		return 1;
+	}
+	/* 0600 whatever the umask; the file is new, so fchmod is ours */
+	if (fchmod(fd, 0600) || write(fd, line, n) != (ssize_t)n ||
+	    fsync(fd) || close(fd)) {
+		fprintf(stderr, "pohmel: keygen: %s: %s\n", argv[1],
+			strerror(errno));
+		memset(line, 0, sizeof(line));
+		unlink(argv[1]);
+		return 1;
+	}
+	memset(line, 0, sizeof(line));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "port", required_argument, NULL, 'p' },
 		{ "key-file", required_argument, NULL, 'k' },
+		{ "key-name", required_argument, NULL, 'K' },
+		{ "sec", required_argument, NULL, 'S' },
 		{ "uid", required_argument, NULL, 'u' },
 		{ "gid", required_argument, NULL, 'g' },
 		{ "timeout", required_argument, NULL, 't' },
@@ -591,7 +655,8 @@ int main(int argc, char **argv)
 
 	if (pc_init(&pc))
 		return 1;
-	while ((c = getopt_long(argc, argv, "+p:k:u:g:t:hV", longopts,
+	pc.sec = PC_SEC_SEAL;
+	while ((c = getopt_long(argc, argv, "+p:k:K:S:u:g:t:hV", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'p':
@@ -604,6 +669,22 @@ int main(int argc, char **argv)
 			port = (int)v;
 			break;
 		case 'k': kfile = optarg; break;
+		case 'K':
+			if (!keyname_valid(optarg, strlen(optarg))) {
+				fprintf(stderr, "pohmel: -K %s: not a key name\n",
+					optarg);
+				return 2;
+			}
+			snprintf(pc.keyname, sizeof(pc.keyname), "%s", optarg);
+			break;
+		case 'S':
+			pc.sec = pc_sec_parse(optarg);
+			if (pc.sec < 0) {
+				fprintf(stderr, "pohmel: -S %s: expected none, auth or seal\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'u':
 		case 'g':
 			v = number(optarg, UINT32_MAX);
@@ -632,6 +713,8 @@ int main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
+	if (argc - optind >= 1 && !strcmp(argv[optind], "keygen"))
+		return keygen(argc - optind, argv + optind);
 	if (argc - optind < 2) {
 		usage(stderr);
 		return 2;

@@ -33,8 +33,9 @@ static void cleanup(void)
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	static const uint8_t uuid[16] = { 1, 2, 3 };
+	static struct keyent k = { .name = "default", .len = 32 };
+	struct keyring kr = { .n = 1, .cap = 1 };
 	struct policy *pol;
-	uint8_t key[32];
 	char p[128];
 	int sv[2], fd, err;
 
@@ -65,8 +66,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	verifier_init();
 	if (srv.rootfd < 0 || oid_init(srv.rootfd, srv.cfg.state_dir))
 		abort();
-	memset(key, 0x42, 32);
-	pol = policy_new(&srv.cfg.ex, key, 32);
+	memset(k.key, 0x42, 32);
+	kr.k = malloc(sizeof(k));
+	if (!kr.k)
+		abort();
+	*kr.k = k;
+	pol = policy_new(&srv.cfg.ex, &kr);
 	if (!pol)
 		abort();
 	policy_install(pol);
@@ -76,7 +81,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	c = malloc(sizeof(*c));
 	conn_init_struct(c, sv[0], pol);
 	snprintf(c->peer, sizeof(c->peer), "fuzz");
-	sess = session_attach(uuid, 1, c->peer, c->pol->owner, &err);
+	sess = session_attach(uuid, 1, c->peer, c->pol->keys.k[0].owner, &err);
 	out = malloc(POHMEL_HDR_SIZE + POHMEL_MAX_MSG);
 	return 0;
 }

@@ -140,6 +140,42 @@ static void check_n(void)
 		SKIP("key file owned by another user: needs root");
 	}
 
+	/* named keys: a bad file names its line; sec=/keys= checked */
+	write_file(key, "a 00112233445566778899aabbccddeeff\n"
+		   "b 00112233445566778899aabbccddeeff\n"
+		   "a ffeeddccbbaa99887766554433221100\n");
+	snprintf(want, sizeof(want), "%s:3: key name 'a' given twice", key);
+	refused(conf, AS_IS, want, "key file with a name given twice");
+	write_file(key, "a 00112233445566778899aabbccddeeff\n"
+		   "b c 00112233445566778899aabbccddeeff\n");
+	snprintf(want, sizeof(want), "%s:2: expected NAME HEX", key);
+	refused(conf, AS_IS, want, "key file with a bad line");
+	write_file(key, "a 00112233445566778899aabbccddeeff\n"
+		   "b 00112233445566778899aabbccddeeff\n");
+	snprintf(conf, sizeof(conf),
+		 "export / %s rw sec=seal keys=a,zz\nstate-dir %s/state\nkey-file %s\n",
+		 exp_dir, base, key);
+	CHECK(run_n(conf, AS_IS) == 0 && strstr(out, "configuration OK") &&
+	      strstr(out, "keys=zz: no such key"),
+	      "sec=seal keys=a,zz: passes, warns about zz (got '%s')", out);
+	snprintf(conf, sizeof(conf),
+		 "export / %s rw sec=auth\nstate-dir %s/state\nkey-file none\n",
+		 exp_dir, base);
+	refused(conf, AS_IS, "sec=auth needs keys, but there is no key file",
+		"sec=auth without a key file");
+	snprintf(conf, sizeof(conf), "export / %s rw sec=strong\nkey-file none\n",
+		 exp_dir);
+	refused(conf, AS_IS, "n.conf:1: sec=strong: expected none, auth or seal",
+		"sec= with a bad value");
+	snprintf(conf, sizeof(conf), "export / %s rw keys=a,b/c\nkey-file none\n",
+		 exp_dir);
+	refused(conf, AS_IS, "n.conf:1: keys=: bad key name 'b/c'",
+		"keys= with a bad name");
+	snprintf(conf, sizeof(conf), "export / %s rw sec=auth sec=seal\nkey-file none\n",
+		 exp_dir);
+	refused(conf, AS_IS, "'sec=' given twice", "sec= given twice");
+	write_file(key, "00112233445566778899aabbccddeeff\n");
+
 	snprintf(conf, sizeof(conf), "export / %s rw ro\nkey-file none\n",
 		 exp_dir);
 	refused(conf, AS_IS,
@@ -297,21 +333,34 @@ static void check_reload(void)
 	CHECK(keyed(&a, &s, k1) == 0 && create(&a, "a1") == 0,
 	      "old connection: key 1, creates (rw)");
 
-	/* ro, key 2 */
+	/* ro, the same key: the old connection keeps its (rw) policy */
 	snprintf(conf, sizeof(conf), fmt, exp_dir, "ro", "127.0.0.0/8", base,
-		 k2);
+		 k1);
 	CHECK(hup(&s, conf, "reloaded: serving", 1),
 	      "SIGHUP: reloaded (logged)");
+	CHECK(keyed(&b, &s, k1) == 0 && create(&b, "b0") == EROFS,
+	      "new connection: the export now ro (EROFS)");
+	cl_close(&b);
+	CHECK(create(&a, "a2") == 0 && pc_ping(&a) == 0,
+	      "old connection keeps working under its own (rw) policy");
+
+	/* key 2: key 1 is revoked, its live connection closed */
+	snprintf(conf, sizeof(conf), fmt, exp_dir, "ro", "127.0.0.0/8", base,
+		 k2);
+	CHECK(hup(&s, conf, "reloaded: serving", 2),
+	      "SIGHUP: reloaded with another key");
 	CHECK(keyed(&b, &s, k1) != 0, "new connection with the old key refused");
 	cl_close(&b);
 	CHECK(keyed(&b, &s, k2) == 0 && create(&b, "b1") == EROFS,
-	      "new connection: the new key, the export now ro (EROFS)");
-	CHECK(create(&a, "a2") == 0 && pc_ping(&a) == 0,
-	      "old connection keeps working under its own (rw) policy");
+	      "new connection: the new key, the export ro (EROFS)");
+	CHECK(pc_ping(&a) < 0 &&
+	      server_log_has("hup", "key 'default' revoked"),
+	      "the old key's live connection is closed (revoked, logged)");
 	cl_close(&b);
 	CHECK(keyed_as(&b, &s, k2, &a) == EACCES &&
 	      server_log_has("hup", "was made under another key"),
 	      "the new key cannot claim a session made under the old one");
+	cl_close(&a);
 
 	/* broken: refused, ro and key 2 stay */
 	snprintf(conf, sizeof(conf), "export / %s rw ro\nstate-dir %s/state\n",
@@ -322,9 +371,8 @@ static void check_reload(void)
 			     "hup.conf:1: export options 'rw' and 'ro' contradict each other"),
 	      "SIGHUP with a broken file: refused, the line logged");
 	cl_close(&b);
-	CHECK(keyed(&b, &s, k2) == 0 && create(&b, "b2") == EROFS,
+	CHECK(keyed(&a, &s, k2) == 0 && create(&a, "b2") == EROFS,
 	      "after it: key 2 and ro still in force");
-	cl_close(&b);
 	chmod(k2, 0644);
 	snprintf(conf, sizeof(conf), fmt, exp_dir, "rw", "127.0.0.0/8", base,
 		 k2);
@@ -340,12 +388,12 @@ static void check_reload(void)
 	/* an allow list without us */
 	snprintf(conf, sizeof(conf), fmt, exp_dir, "ro", "10.0.0.0/8", base,
 		 k2);
-	CHECK(hup(&s, conf, "reloaded: serving", 2), "SIGHUP: reloaded again");
+	CHECK(hup(&s, conf, "reloaded: serving", 3), "SIGHUP: reloaded again");
 	CHECK(keyed(&b, &s, k2) != 0 &&
 	      server_log_has("hup", "refused a client not in the allow list"),
 	      "new connection outside the new allow list refused");
 	cl_close(&b);
-	CHECK(create(&a, "a3") == 0 && pc_bye(&a) == 0,
+	CHECK(create(&a, "a3") == EROFS && pc_bye(&a) == 0,
 	      "old connection still served, ends cleanly");
 	cl_close(&a);
 	CHECK(stop_server(&s) == 0,

@@ -6,6 +6,7 @@
  * and content errors proto.c must catch.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include "../pohmeld.h"
@@ -591,11 +592,111 @@ static int seeds(const char *dir)
 	return 0;
 }
 
+/*
+ * src/pohmel_vectors.h (gen_vectors) against pohmeld's own do_hello:
+ * the vector HELLO request, answered by dispatch() under the key "vec",
+ * gives the vector reply (but for the server's random nonce_s) whose
+ * mac is mac_s over TH as libpohmel and the kernel compute it; and the
+ * vector records open with the vector k_c2s.
+ */
+typedef uint8_t u8;
+#include "../../src/pohmel_vectors.h"
+
+static void vectors(void)
+{
+	struct keyring kr = { .n = 1, .cap = 1 };
+	uint8_t out[4096], th[32], mac[32], c2s[32], s2c[32];
+	uint8_t rec[sizeof(pohmel_vec_rec_aes)];
+	static const struct {
+		const u8 *rec;
+		uint64_t alg;
+		bool sign;
+		const char *name;
+	} recs[] = {
+		{ pohmel_vec_rec_aes, POHMEL_FEAT_SEAL_AES, false, "AES-256-GCM" },
+		{ pohmel_vec_rec_chacha, POHMEL_FEAT_SEAL_CHACHA, false,
+		  "ChaCha20-Poly1305" },
+		{ pohmel_vec_rec_sign, POHMEL_FEAT_SEAL_AES, true, "signed" },
+	};
+	struct policy *pol;
+	struct aead a;
+	struct conn *c;
+	uint32_t outlen = 0;
+	int fds[2], ret;
+	size_t i;
+
+	kr.k = calloc(1, sizeof(*kr.k));
+	if (!kr.k || socketpair(AF_UNIX, SOCK_STREAM, 0, fds))
+		return;
+	snprintf(kr.k->name, sizeof(kr.k->name), "vec");
+	memcpy(kr.k->key, pohmel_vec_key, sizeof(pohmel_vec_key));
+	kr.k->len = sizeof(pohmel_vec_key);
+	pol = policy_new(&srv.cfg.ex, &kr);
+	c = calloc(1, sizeof(*c));
+	if (!pol || !c || conn_init_struct(c, fds[0], pol))
+		return;
+	policy_put(pol);		/* c holds it */
+	snprintf(c->peer, sizeof(c->peer), "vectors");
+	memcpy(srv.verifier, pohmel_vec_hello_rep + POHMEL_HDR_SIZE + 24, 16);
+	srv.boot_gen = get64(pohmel_vec_hello_rep + POHMEL_HDR_SIZE + 40);
+	ret = dispatch(c, pohmel_vec_hello_req, sizeof(pohmel_vec_hello_req),
+		       out, sizeof(out), &outlen);
+	CHECK(ret == DISPATCH_OK && outlen == sizeof(pohmel_vec_hello_rep),
+	      "vectors: pohmeld answers the vector HELLO (%d, %u bytes)", ret,
+	      outlen);
+	CHECK(!memcmp(out, pohmel_vec_hello_rep, POHMEL_HDR_SIZE + 48),
+	      "vectors: its reply is the vector's up to nonce_s");
+	CHECK(c->seal_next && c->key && !strcmp(c->key->name, "vec"),
+	      "vectors: AES-256-GCM negotiated under the key 'vec'");
+	auth_th(pohmel_vec_hello_req, sizeof(pohmel_vec_hello_req), out, th);
+	auth_mac13(pohmel_vec_key, sizeof(pohmel_vec_key), "pohmel-s", th, mac);
+	CHECK(!memcmp(out + POHMEL_HDR_SIZE + HELLO_MAC_OFF, mac, 32),
+	      "vectors: its mac_s is HMAC(K, \"pohmel-s\" || TH) of its own reply");
+	auth_mac13(pohmel_vec_key, sizeof(pohmel_vec_key), "pohmel-c", th, mac);
+	auth_session_keys(pohmel_vec_key, sizeof(pohmel_vec_key), th, c2s,
+			  s2c);
+	CHECK(!memcmp(c->mac_c, mac, 32) && !memcmp(c->k_c2s, c2s, 32) &&
+	      !memcmp(c->k_s2c, s2c, 32),
+	      "vectors: it expects the same mac_c and derives the same keys");
+	/* the vector's own TH, MACs and keys, from its bytes */
+	auth_th(pohmel_vec_hello_req, sizeof(pohmel_vec_hello_req),
+		pohmel_vec_hello_rep, th);
+	auth_mac13(pohmel_vec_key, 32, "pohmel-s", th, mac);
+	auth_session_keys(pohmel_vec_key, 32, th, c2s, s2c);
+	CHECK(!memcmp(th, pohmel_vec_th, 32) &&
+	      !memcmp(mac, pohmel_vec_mac_s, 32) &&
+	      !memcmp(c2s, pohmel_vec_k_c2s, 32) &&
+	      !memcmp(s2c, pohmel_vec_k_s2c, 32),
+	      "vectors: TH, mac_s and keys follow from the vector's bytes");
+	for (i = 0; i < sizeof(recs) / sizeof(recs[0]); i++) {
+		memcpy(rec, recs[i].rec, sizeof(rec));
+		CHECK(aead_init(&a, recs[i].alg, pohmel_vec_k_c2s, false) == 0 &&
+		      rec_open(&a, POHMEL_VEC_COUNTER, recs[i].sign, rec,
+			       sizeof(pohmel_vec_inner)) == 0 &&
+		      !memcmp(rec + POHMEL_HDR_SIZE, pohmel_vec_inner,
+			      sizeof(pohmel_vec_inner)) &&
+		      get32(recs[i].rec) == sizeof(rec) &&
+		      get16(recs[i].rec + 6) == POHMEL_HF_SEALED,
+		      "vectors: the %s record opens to the inner message",
+		      recs[i].name);
+		aead_fini(&a);
+	}
+	CHECK(sizeof(pohmel_vec_hello_req) == POHMEL_HDR_SIZE +
+	      POHMEL_HELLO_SIZE + 3 && get16(pohmel_vec_hello_req +
+					     POHMEL_HDR_SIZE + 20) == 3,
+	      "vectors: the request carries key_len 3 and \"vec\"");
+	if (c->features & POHMEL_FEAT_GRANTS)
+		atomic_fetch_sub(&grant_conns, 1);
+	conn_put(c);
+	close(fds[1]);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "--seeds"))
 		return seeds(argv[2]);
 	requests();
+	vectors();
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) || pc_init(&pc))
 		return 1;
 	{
