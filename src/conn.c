@@ -24,6 +24,13 @@
 #define POHMEL_CONNECT_TIMEO	(10 * HZ)
 #define POHMEL_BACKOFF_MIN	(HZ / 10)
 #define POHMEL_BACKOFF_MAX	(5 * HZ)
+/*
+ * Nothing received for this long while requests wait: send a PING. On a
+ * sealed stream a message lost on the way (a relay that drops it) only
+ * shows when the next one fails its counter; a hard mount whose callers
+ * all wait for that lost reply would otherwise send nothing again.
+ */
+#define POHMEL_IDLE_PING	(15 * HZ)
 
 int pohmel_conn_send_all(struct socket *sock, const void *buf, size_t len)
 {
@@ -43,6 +50,17 @@ int pohmel_conn_send_all(struct socket *sock, const void *buf, size_t len)
 
 int pohmel_conn_recv_all(struct socket *sock, void *buf, size_t len)
 {
+	return pohmel_conn_recv_msg(sock, buf, len, false);
+}
+
+/*
+ * Receive exactly @len bytes. The socket's receive timeout ends the wait
+ * (-EAGAIN) unless @patient and part of the message has come: then it
+ * waits for the rest (a fatal signal, as at unmount, still ends it).
+ */
+int pohmel_conn_recv_msg(struct socket *sock, void *buf, size_t len,
+			 bool patient)
+{
 	struct kvec iov = { .iov_base = buf, .iov_len = len };
 	struct msghdr msg = { .msg_flags = 0 };
 	int ret;
@@ -50,6 +68,8 @@ int pohmel_conn_recv_all(struct socket *sock, void *buf, size_t len)
 	while (iov.iov_len) {
 		ret = kernel_recvmsg(sock, &msg, &iov, 1, iov.iov_len,
 				     MSG_WAITALL);
+		if (ret == -EAGAIN && patient && iov.iov_len < len)
+			continue;
 		if (ret <= 0)
 			return ret ? ret : -ECONNRESET;
 		iov.iov_base += ret;
@@ -380,7 +400,7 @@ static int connect_once(struct pohmel_conn *c, struct socket **sockp,
 	err = pohmel_session_handshake(c, sock, sealp);
 	if (err)
 		goto err_sock;
-	sock->sk->sk_rcvtimeo = MAX_SCHEDULE_TIMEOUT;
+	sock->sk->sk_rcvtimeo = POHMEL_IDLE_PING;
 	/*
 	 * A server that stops reading must not hold a soft mount's sender
 	 * (and everyone queued on send_mutex behind it) past timeo: the
@@ -827,7 +847,9 @@ static int recv_one(struct pohmel_conn *c, struct socket *sock,
 	void *entry;
 	int err;
 
-	err = pohmel_seal_recv(seal, sock, &h, &buf, c->sess.max_msg);
+	err = pohmel_seal_recv(seal, sock, &h, &buf, c->sess.max_msg, true);
+	if (err == -EAGAIN)
+		return err;	/* idle: see POHMEL_IDLE_PING */
 	if (err == -EBADMSG) {
 		atomic64_inc(&c->stats.seal_failures);
 		pr_warn_ratelimited("%pISpc: a record failed its integrity check (changed, lost, repeated or forged on the way): dropping the connection\n",
@@ -867,7 +889,8 @@ static int recv_one(struct pohmel_conn *c, struct socket *sock,
 		/* the answer to an ack or RELEASE sent and forgotten */
 		if (tag == POHMEL_TAG_NOWAIT && !len &&
 		    (be16_to_cpu(h.op) == POHMEL_OP_RECALL_ACK ||
-		     be16_to_cpu(h.op) == POHMEL_OP_RELEASE))
+		     be16_to_cpu(h.op) == POHMEL_OP_RELEASE ||
+		     be16_to_cpu(h.op) == POHMEL_OP_PING))
 			goto out_free;
 		/* a tag never sent on this socket, or answered already */
 		goto proto;
@@ -906,6 +929,43 @@ proto:
 			    be32_to_cpu(h.len));
 	kvfree(buf);
 	return -EPROTO;
+}
+
+/* The idle PING (POHMEL_IDLE_PING), sent and forgotten from recall_wq. */
+static void ping_work(struct work_struct *work)
+{
+	struct pohmel_conn *c = container_of(work, struct pohmel_conn,
+					     ping_work);
+	struct pohmel_req *req;
+
+	req = pohmel_req_alloc(c, POHMEL_OP_PING, 0, false);
+	if (!req)
+		return;
+	pohmel_req_set_hdr(req);
+	req->tag = POHMEL_TAG_NOWAIT;
+	mutex_lock(&c->send_mutex);
+	if (c->sock && !send_req(c, req))
+		atomic64_inc(&c->stats.idle_pings);
+	mutex_unlock(&c->send_mutex);
+	pohmel_req_put(req);
+}
+
+/* Nothing came for POHMEL_IDLE_PING: ping if anyone waits for a reply. */
+static void idle_ping(struct pohmel_conn *c)
+{
+	struct pohmel_req *req;
+	bool waiting = false;
+
+	spin_lock(&c->lock);
+	list_for_each_entry(req, &c->queue, list) {
+		if (req->state == POHMEL_RS_SENT) {
+			waiting = true;
+			break;
+		}
+	}
+	spin_unlock(&c->lock);
+	if (waiting)
+		queue_work(c->recall_wq, &c->ping_work);
 }
 
 static void fail_all(struct pohmel_conn *c, int err)
@@ -964,6 +1024,10 @@ static int conn_thread(void *data)
 		spin_unlock(&c->lock);
 		while (sock && !kthread_should_stop()) {
 			err = recv_one(c, sock, seal);
+			if (err == -EAGAIN) {
+				idle_ping(c);
+				continue;
+			}
 			if (err)
 				break;
 			cond_resched();	/* a flood must not hog the CPU */
@@ -1013,6 +1077,7 @@ int pohmel_conn_init(struct pohmel_conn *c)
 	INIT_WORK(&c->release_work, release_work);
 	init_llist_head(&c->async_reqs);
 	INIT_WORK(&c->async_work, async_work);
+	INIT_WORK(&c->ping_work, ping_work);
 	init_waitqueue_head(&c->recalls_idle);
 	atomic_set(&c->recalls_active, 0);
 	INIT_LIST_HEAD(&c->queue);

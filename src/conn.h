@@ -90,6 +90,7 @@ struct pohmel_conn_stats {
 	atomic64_t seq_waits;		/* held back by the reply-cache window */
 	atomic64_t auth_failures;	/* handshakes refused either way */
 	atomic64_t seal_failures;	/* records that failed their tag */
+	atomic64_t idle_pings;		/* PINGs for replies overdue */
 };
 
 /*
@@ -239,6 +240,7 @@ struct pohmel_conn {
 	 */
 	struct llist_head async_reqs;
 	struct work_struct async_work;
+	struct work_struct ping_work;	/* the idle PING, on recall_wq */
 
 	struct sockaddr_storage addr;
 	int addrlen;
@@ -282,6 +284,8 @@ int pohmel_conn_call(struct pohmel_conn *c, struct pohmel_req *req);
 int pohmel_conn_call_async(struct pohmel_conn *c, struct pohmel_req *req);
 int pohmel_conn_send_all(struct socket *sock, const void *buf, size_t len);
 int pohmel_conn_recv_all(struct socket *sock, void *buf, size_t len);
+int pohmel_conn_recv_msg(struct socket *sock, void *buf, size_t len,
+			 bool patient);
 
 /* session.c */
 void pohmel_session_init(struct pohmel_session *s);

@@ -298,13 +298,28 @@ int pohmel_seal_send(struct pohmel_seal *s, struct socket *sock,
 }
 
 /*
+ * The rest of a message whose start has come: a patient receiver (the
+ * receive thread) waits for it whatever the idle timeout says.
+ */
+static int recv_rest(struct socket *sock, void *buf, u32 len, bool patient)
+{
+	int err;
+
+	do {
+		err = pohmel_conn_recv_msg(sock, buf, len, patient);
+	} while (err == -EAGAIN && patient);
+	return err;
+}
+
+/*
  * Receive one message: its header into @h, checked against @max_msg,
  * and its payload (NULL when empty) into *@payload, kvfree() it.
  * -EPROTO for a malformed record or message, -EBADMSG for a record that
  * fails its tag; both mean the stream cannot be trusted any more.
  */
 int pohmel_seal_recv(struct pohmel_seal *s, struct socket *sock,
-		     struct pohmel_hdr *h, u8 **payload, u32 max_msg)
+		     struct pohmel_hdr *h, u8 **payload, u32 max_msg,
+		     bool patient)
 {
 	const u8 *src = NULL;
 	struct seal_dir *d;
@@ -314,18 +329,19 @@ int pohmel_seal_recv(struct pohmel_seal *s, struct socket *sock,
 
 	*payload = NULL;
 	if (!s) {
-		err = pohmel_conn_recv_all(sock, h, sizeof(*h));
+		err = pohmel_conn_recv_msg(sock, h, sizeof(*h), patient);
 		if (err)
 			return err;
 	} else {
 		d = &s->rx;
-		err = pohmel_conn_recv_all(sock, d->buf, POHMEL_HDR_SIZE);
+		err = pohmel_conn_recv_msg(sock, d->buf, POHMEL_HDR_SIZE,
+					   patient);
 		if (err)
 			return err;
 		if (outer_ok((struct pohmel_hdr *)d->buf, max_msg))
 			return -EPROTO;
 		len = be32_to_cpu(((struct pohmel_hdr *)d->buf)->len);
-		err = pohmel_conn_recv_all(sock, d->buf + POHMEL_HDR_SIZE, len);
+		err = recv_rest(sock, d->buf + POHMEL_HDR_SIZE, len, patient);
 		if (err)
 			return err;
 		err = seal_open(s);
@@ -346,7 +362,7 @@ int pohmel_seal_recv(struct pohmel_seal *s, struct socket *sock,
 	if (src)
 		memcpy(buf, src, len);
 	else
-		err = pohmel_conn_recv_all(sock, buf, len);
+		err = recv_rest(sock, buf, len, patient);
 	if (err) {
 		kvfree(buf);
 		return err;

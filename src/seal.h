@@ -42,7 +42,8 @@ void pohmel_seal_free(struct pohmel_seal *s);
 int pohmel_seal_send(struct pohmel_seal *s, struct socket *sock,
 		     const void *msg, u32 len);
 int pohmel_seal_recv(struct pohmel_seal *s, struct socket *sock,
-		     struct pohmel_hdr *h, u8 **payload, u32 max_msg);
+		     struct pohmel_hdr *h, u8 **payload, u32 max_msg,
+		     bool patient);
 const u8 *pohmel_seal_test_encode(struct pohmel_seal *s, u64 ctr,
 				  const void *msg, u32 len);
 int pohmel_seal_test_decode(struct pohmel_seal *s, u64 ctr, const u8 *rec,

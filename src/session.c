@@ -106,7 +106,7 @@ static int recv_auth(struct pohmel_conn *c, struct socket *sock,
 	u8 *body;
 	int err;
 
-	err = pohmel_seal_recv(seal, sock, &h, &body, POHMEL_MAX_MSG);
+	err = pohmel_seal_recv(seal, sock, &h, &body, POHMEL_MAX_MSG, false);
 	if (err == -EAGAIN)
 		return -ETIMEDOUT;
 	if (err == -EBADMSG) {

@@ -54,6 +54,7 @@ int pohmel_show_stats(struct seq_file *m, struct dentry *root)
 	S("proto_errors", &cs->proto_errors);
 	S("auth_failures", &cs->auth_failures);
 	S("seal_failures", &cs->seal_failures);
+	S("idle_pings", &cs->idle_pings);
 	S("seq_waits", &cs->seq_waits);
 	S("recalls", &cs->recalls);
 	S("recall_acks", &cs->recall_acks);
