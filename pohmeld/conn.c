@@ -256,7 +256,8 @@ static void trim(uint8_t *buf)
 		madvise((void *)start, end - start, MADV_DONTNEED);
 }
 
-static bool conn_queued(struct conn *c);
+static bool must_queue(struct conn *c, const uint8_t *raw, uint32_t len,
+		       struct order *o);
 
 static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 {
@@ -264,6 +265,7 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 
 	for (;;) {
 		uint32_t outlen = 0, mlen;
+		struct order ord;
 		const uint8_t *msg;
 		struct whdr h;
 		int ret;
@@ -285,7 +287,7 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 		if (ret != 1)
 			return;
 		if (h.op != POHMEL_OP_RECALL_ACK && c->state == CONN_AUTHED &&
-		    conn_queued(c))
+		    must_queue(c, msg, mlen, &ord))
 			ret = DISPATCH_DEFER;
 		else
 			ret = dispatch(c, msg, mlen, tx,
@@ -316,14 +318,16 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 /*
  * A request that waits for RECALL acks runs on the connection's worker
  * thread, so that the connection's own thread goes on reading (acks
- * included). Once a request is deferred, every later request of the
- * connection but RECALL_ACK queues behind it and the worker runs them in
- * order: a client sees its requests executed in the order it sent them.
+ * included). Once a request is deferred, a later request of the
+ * connection that names a common object (order.c) queues behind it and
+ * the worker runs them in order; the others run at once. RECALL_ACK never
+ * queues.
  * Replies go out through outbox_reply like any other. After the connection
  * closed, queued requests are dropped unexecuted (a client replays them).
  */
 struct work {
 	struct work *next;		/* c->dq, under c->defer_mu */
+	struct order ord;		/* what later requests wait for */
 	uint32_t len;
 	uint8_t raw[];
 };
@@ -430,6 +434,7 @@ static void *work_thread(void *arg)
 		} else {
 			c->dq_running = false;
 		}
+		c->dq_cur = w;
 		pthread_mutex_unlock(&c->defer_mu);
 		dq_drained();
 		if (!w)
@@ -447,6 +452,9 @@ static void *work_thread(void *arg)
 			outbox_reply(c, tx, outlen);
 		if (ret == DISPATCH_DROP || ret == DISPATCH_CLOSE)
 			shutdown(c->fd, SHUT_RDWR);	/* BYE, bad message */
+		pthread_mutex_lock(&c->defer_mu);
+		c->dq_cur = NULL;
+		pthread_mutex_unlock(&c->defer_mu);
 		free(w);
 	}
 	free(tx);
@@ -460,13 +468,29 @@ static void *work_thread(void *arg)
 	return NULL;
 }
 
-/* Requests queue behind a deferred one (RECALL_ACK never does). */
-static bool conn_queued(struct conn *c)
+/*
+ * A request queues behind the worker's if it must keep its order with
+ * the one running or one queued (order.c); else it runs now, on the
+ * connection's thread. RECALL_ACK never queues (the caller's test).
+ * *o is what it orders with, set when it must queue.
+ */
+static bool must_queue(struct conn *c, const uint8_t *raw, uint32_t len,
+		       struct order *o)
 {
+	struct work *w;
 	bool q;
 
 	pthread_mutex_lock(&c->defer_mu);
 	q = c->dq_running;
+	pthread_mutex_unlock(&c->defer_mu);
+	if (!q)
+		return false;
+	order_of(raw, len, c->max_msg, o);
+	pthread_mutex_lock(&c->defer_mu);
+	q = c->dq_running && c->dq_cur && order_overlap(&c->dq_cur->ord, o);
+	for (w = c->dq_head; c->dq_running && w && !q; w = w->next)
+		q = order_overlap(&w->ord, o);
+	/* the worker may have finished meanwhile: nothing to wait for */
 	pthread_mutex_unlock(&c->defer_mu);
 	return q;
 }
@@ -489,6 +513,7 @@ int conn_defer(struct conn *c, const uint8_t *raw, uint32_t rawlen)
 	memcpy(w->raw, raw, rawlen);
 	w->len = rawlen;
 	w->next = NULL;
+	order_of(raw, rawlen, c->max_msg, &w->ord);
 	pthread_mutex_lock(&c->defer_mu);
 	if (c->dq_running) {
 		if (c->dq_tail)

@@ -74,6 +74,7 @@ const struct keyent *keys_find(const struct keyring *kr, const char *name,
 void keys_free(struct keyring *kr);
 
 /* ---- record.c: sealed and signed records (shared with libpohmel) ---- */
+/* a record's size beyond its inner message: outer header and tag */
 #define REC_OVERHEAD	(POHMEL_HDR_SIZE + POHMEL_TAG_LEN)
 int rec_seal(struct aead *a, uint64_t ctr, bool sign, const uint8_t *inner,
 	     uint32_t n, uint8_t *out);

@@ -373,6 +373,7 @@ struct conn {
 	atomic_bool gone;		/* its thread is done reading */
 	pthread_mutex_t defer_mu;	/* protects dq_*: deferred requests */
 	struct work *dq_head, *dq_tail;
+	struct work *dq_cur;		/* the one the worker runs now */
 	bool dq_running;		/* a worker runs the queue */
 	struct conn *next, *prev;	/* conns list, under conns_mu */
 	struct timespec hs_deadline;	/* CLOCK_MONOTONIC: AUTH by then */
@@ -422,6 +423,17 @@ const char *proto_inner(const uint8_t *inner, uint32_t n, struct whdr *h,
 			uint32_t max_msg);
 int proto_parse(struct msg *m, const uint8_t *raw, uint32_t rawlen);
 int proto_name_check(const char *name, uint32_t len);
+
+/* ---- order.c: which requests of a connection keep their order ---- */
+#define ORDER_IDS	8
+struct order {
+	bool all;			/* orders with every request */
+	uint8_t n;
+	uint64_t id[ORDER_IDS];		/* objects it names */
+};
+void order_of(const uint8_t *raw, uint32_t rawlen, uint32_t max_msg,
+	      struct order *o);
+bool order_overlap(const struct order *a, const struct order *b);
 
 /* ---- dispatch.c ---- */
 /* An object a request reads or modifies (grants.c). */

@@ -41,11 +41,12 @@ const char *proto_record(const uint8_t *raw, uint32_t max_msg, uint32_t *n)
 	/* every field but len (0..3) and flags (6..7) is zero */
 	if (memcmp(raw + 4, zero, 2) || memcmp(raw + 8, zero, 24))
 		return "a record's outer header with a field set";
-	if (h.len < POHMEL_HDR_SIZE + REC_OVERHEAD ||
-	    h.len - POHMEL_HDR_SIZE - REC_OVERHEAD > max_msg ||
-	    h.len - POHMEL_HDR_SIZE - REC_OVERHEAD > POHMEL_MAX_MSG)
+	/* len: the inner message (a header at least) and the tag */
+	if (h.len < POHMEL_HDR_SIZE + POHMEL_TAG_LEN ||
+	    h.len - POHMEL_HDR_SIZE - POHMEL_TAG_LEN > max_msg ||
+	    h.len - POHMEL_HDR_SIZE - POHMEL_TAG_LEN > POHMEL_MAX_MSG)
 		return "a record's length out of bounds";
-	*n = h.len - REC_OVERHEAD;
+	*n = h.len - POHMEL_TAG_LEN;
 	return NULL;
 }
 

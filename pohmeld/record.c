@@ -12,7 +12,7 @@
 static void rec_hdr(uint8_t *out, uint32_t n)
 {
 	struct whdr h = {
-		.len = n + REC_OVERHEAD,
+		.len = n + POHMEL_TAG_LEN,	/* the bytes after it */
 		.flags = POHMEL_HF_SEALED,
 	};
 

@@ -24,6 +24,13 @@
 #define POHMEL_CONNECT_TIMEO	(10 * HZ)
 #define POHMEL_BACKOFF_MIN	(HZ / 10)
 #define POHMEL_BACKOFF_MAX	(5 * HZ)
+/*
+ * Nothing received for this long while requests wait: send a PING. On a
+ * sealed stream a message lost on the way (a relay that drops it) only
+ * shows when the next one fails its counter; a hard mount whose callers
+ * all wait for that lost reply would otherwise send nothing again.
+ */
+#define POHMEL_IDLE_PING	(15 * HZ)
 
 int pohmel_conn_send_all(struct socket *sock, const void *buf, size_t len)
 {
@@ -43,6 +50,17 @@ int pohmel_conn_send_all(struct socket *sock, const void *buf, size_t len)
 
 int pohmel_conn_recv_all(struct socket *sock, void *buf, size_t len)
 {
+	return pohmel_conn_recv_msg(sock, buf, len, false);
+}
+
+/*
+ * Receive exactly @len bytes. The socket's receive timeout ends the wait
+ * (-EAGAIN) unless @patient and part of the message has come: then it
+ * waits for the rest (a fatal signal, as at unmount, still ends it).
+ */
+int pohmel_conn_recv_msg(struct socket *sock, void *buf, size_t len,
+			 bool patient)
+{
 	struct kvec iov = { .iov_base = buf, .iov_len = len };
 	struct msghdr msg = { .msg_flags = 0 };
 	int ret;
@@ -50,6 +68,8 @@ int pohmel_conn_recv_all(struct socket *sock, void *buf, size_t len)
 	while (iov.iov_len) {
 		ret = kernel_recvmsg(sock, &msg, &iov, 1, iov.iov_len,
 				     MSG_WAITALL);
+		if (ret == -EAGAIN && patient && iov.iov_len < len)
+			continue;
 		if (ret <= 0)
 			return ret ? ret : -ECONNRESET;
 		iov.iov_base += ret;
@@ -109,7 +129,7 @@ static int send_req(struct pohmel_conn *c, struct pohmel_req *req)
 	lockdep_assert_held(&c->send_mutex);
 	h->tag = cpu_to_be32(req->tag);
 	h->seq = cpu_to_be64(req->seq);
-	err = pohmel_conn_send_all(c->sock, req->sbuf, req->slen);
+	err = pohmel_seal_send(c->seal, c->sock, req->sbuf, req->slen);
 	if (err) {
 		/* the stream is now unframed: let the thread start over */
 		kernel_sock_shutdown(c->sock, SHUT_RDWR);
@@ -229,10 +249,10 @@ static int submit(struct pohmel_conn *c, struct pohmel_req *req,
 	}
 	kref_get(&req->ref);		/* the queue's reference */
 	spin_lock(&c->lock);
-	if (c->dying) {
+	if (c->dying || c->refused) {
+		err = c->dying ? -EIO : -EACCES;
 		spin_unlock(&c->lock);
 		pohmel_req_put(req);
-		err = -EIO;
 		goto unlock_seq;
 	}
 	if (seq) {
@@ -351,7 +371,8 @@ static void async_work(struct work_struct *work)
 
 /* ---- the receive thread ---------------------------------------------- */
 
-static int connect_once(struct pohmel_conn *c, struct socket **sockp)
+static int connect_once(struct pohmel_conn *c, struct socket **sockp,
+			struct pohmel_seal **sealp)
 {
 	struct socket *sock;
 	int err;
@@ -376,10 +397,10 @@ static int connect_once(struct pohmel_conn *c, struct socket **sockp)
 		err = -ETIMEDOUT;
 	if (err)
 		goto err_sock;
-	err = pohmel_session_handshake(c, sock);
+	err = pohmel_session_handshake(c, sock, sealp);
 	if (err)
 		goto err_sock;
-	sock->sk->sk_rcvtimeo = MAX_SCHEDULE_TIMEOUT;
+	sock->sk->sk_rcvtimeo = POHMEL_IDLE_PING;
 	/*
 	 * A server that stops reading must not hold a soft mount's sender
 	 * (and everyone queued on send_mutex behind it) past timeo: the
@@ -395,15 +416,16 @@ err_sock:
 	return err;
 }
 
-static int conn_connect(struct pohmel_conn *c, struct socket **sockp)
+static int conn_connect(struct pohmel_conn *c, struct socket **sockp,
+			struct pohmel_seal **sealp)
 {
 	bool proto10 = c->sess.proto10;
-	int err = connect_once(c, sockp);
+	int err = connect_once(c, sockp, sealp);
 
 	/* the handshake learnt that the server is 1.0: once more without */
 	if (err == -EAGAIN && !proto10 && c->sess.proto10) {
 		pr_warn("%pISpc: %s\n", &c->addr, c->why);
-		err = connect_once(c, sockp);
+		err = connect_once(c, sockp, sealp);
 	}
 	return err;
 }
@@ -412,13 +434,15 @@ static int conn_connect(struct pohmel_conn *c, struct socket **sockp)
  * Install a fresh socket and replay everything unanswered, in order,
  * before anyone else may send.
  */
-static void conn_up(struct pohmel_conn *c, struct socket *sock)
+static void conn_up(struct pohmel_conn *c, struct socket *sock,
+		    struct pohmel_seal *seal)
 {
 	struct pohmel_req *req;
 
 	mutex_lock(&c->send_mutex);
 	spin_lock(&c->lock);
 	c->sock = sock;
+	c->seal = seal;
 	spin_unlock(&c->lock);
 	for (;;) {
 		bool found = false;
@@ -453,6 +477,7 @@ static void conn_up(struct pohmel_conn *c, struct socket *sock)
 static void conn_down(struct pohmel_conn *c)
 {
 	struct pohmel_req *req, *tmp;
+	struct pohmel_seal *seal;
 	struct socket *sock;
 	unsigned long tag;
 	LIST_HEAD(done);
@@ -463,6 +488,8 @@ static void conn_down(struct pohmel_conn *c)
 	c->up = false;
 	sock = c->sock;
 	c->sock = NULL;
+	seal = c->seal;
+	c->seal = NULL;
 	if (sock)	/* grants end with their connection */
 		WRITE_ONCE(c->gen, c->gen + 1);
 	list_for_each_entry_safe(req, tmp, &c->queue, list) {
@@ -486,6 +513,7 @@ static void conn_down(struct pohmel_conn *c)
 			xa_erase(&c->tags, tag);
 	spin_unlock(&c->lock);
 	mutex_unlock(&c->send_mutex);
+	pohmel_seal_free(seal);	/* its receiver is this thread, or gone */
 	list_for_each_entry_safe(req, tmp, &done, list) {
 		list_del_init(&req->list);
 		pohmel_req_put(req);	/* the queue's reference */
@@ -809,30 +837,35 @@ static int queue_recall(struct pohmel_conn *c, const struct pohmel_hdr *h,
 }
 
 /* Receive one message. Returns 0, or -errno to drop the connection. */
-static int recv_one(struct pohmel_conn *c, struct socket *sock)
+static int recv_one(struct pohmel_conn *c, struct socket *sock,
+		    struct pohmel_seal *seal)
 {
-	struct pohmel_hdr h;
+	struct pohmel_hdr h = {};
 	struct pohmel_req *req;
 	u8 *buf = NULL;
 	u32 len, status, tag;
 	void *entry;
 	int err;
 
-	err = pohmel_conn_recv_all(sock, &h, sizeof(h));
+	err = pohmel_seal_recv(seal, sock, &h, &buf, c->sess.max_msg, true);
+	if (err == -EAGAIN)
+		return err;	/* idle: see POHMEL_IDLE_PING */
+	if (err == -EBADMSG) {
+		atomic64_inc(&c->stats.seal_failures);
+		pr_warn_ratelimited("%pISpc: a record failed its integrity check (changed, lost, repeated or forged on the way): dropping the connection\n",
+				    &c->addr);
+		return -EPROTO;
+	}
+	if (err == -EKEYEXPIRED) {
+		pr_info_ratelimited("%pISpc: keys used up on this connection: reconnecting for new ones\n",
+				    &c->addr);
+		return err;
+	}
+	if (err == -EPROTO)
+		goto proto;
 	if (err)
 		return err;
-	err = pohmel_check_hdr(&h, c->sess.max_msg);
-	if (err)
-		goto proto;
 	len = be32_to_cpu(h.len);
-	if (len) {
-		buf = pohmel_msg_alloc(len, 0);
-		if (!buf)
-			return -ENOMEM;
-		err = pohmel_conn_recv_all(sock, buf, len);
-		if (err)
-			goto out_free;
-	}
 	atomic64_add(POHMEL_HDR_SIZE + len, &c->stats.bytes_recv);
 	if (be16_to_cpu(h.flags) & POHMEL_HF_SERVER) {
 		err = queue_recall(c, &h, buf, len);
@@ -856,7 +889,8 @@ static int recv_one(struct pohmel_conn *c, struct socket *sock)
 		/* the answer to an ack or RELEASE sent and forgotten */
 		if (tag == POHMEL_TAG_NOWAIT && !len &&
 		    (be16_to_cpu(h.op) == POHMEL_OP_RECALL_ACK ||
-		     be16_to_cpu(h.op) == POHMEL_OP_RELEASE))
+		     be16_to_cpu(h.op) == POHMEL_OP_RELEASE ||
+		     be16_to_cpu(h.op) == POHMEL_OP_PING))
 			goto out_free;
 		/* a tag never sent on this socket, or answered already */
 		goto proto;
@@ -897,6 +931,43 @@ proto:
 	return -EPROTO;
 }
 
+/* The idle PING (POHMEL_IDLE_PING), sent and forgotten from recall_wq. */
+static void ping_work(struct work_struct *work)
+{
+	struct pohmel_conn *c = container_of(work, struct pohmel_conn,
+					     ping_work);
+	struct pohmel_req *req;
+
+	req = pohmel_req_alloc(c, POHMEL_OP_PING, 0, false);
+	if (!req)
+		return;
+	pohmel_req_set_hdr(req);
+	req->tag = POHMEL_TAG_NOWAIT;
+	mutex_lock(&c->send_mutex);
+	if (c->sock && !send_req(c, req))
+		atomic64_inc(&c->stats.idle_pings);
+	mutex_unlock(&c->send_mutex);
+	pohmel_req_put(req);
+}
+
+/* Nothing came for POHMEL_IDLE_PING: ping if anyone waits for a reply. */
+static void idle_ping(struct pohmel_conn *c)
+{
+	struct pohmel_req *req;
+	bool waiting = false;
+
+	spin_lock(&c->lock);
+	list_for_each_entry(req, &c->queue, list) {
+		if (req->state == POHMEL_RS_SENT) {
+			waiting = true;
+			break;
+		}
+	}
+	spin_unlock(&c->lock);
+	if (waiting)
+		queue_work(c->recall_wq, &c->ping_work);
+}
+
 static void fail_all(struct pohmel_conn *c, int err)
 {
 	struct pohmel_req *req, *tmp;
@@ -914,11 +985,33 @@ static void fail_all(struct pohmel_conn *c, int err)
 	}
 }
 
+/*
+ * The server refused our key on a reconnect (revoked, or no longer
+ * allowed for this export): what waits fails with EACCES, and so does
+ * every new call until a reconnect succeeds, on a hard mount too, since
+ * waiting would hang the callers for as long as the revocation lasts.
+ */
+static void refuse(struct pohmel_conn *c, bool refused)
+{
+	bool was;
+
+	spin_lock(&c->lock);
+	was = c->refused;
+	c->refused = refused;
+	spin_unlock(&c->lock);
+	if (refused && !was) {
+		pr_warn("%pISpc: the server refuses our key: calls fail with EACCES until it accepts it again\n",
+			&c->addr);
+		fail_all(c, -EACCES);
+	}
+}
+
 static int conn_thread(void *data)
 {
 	struct pohmel_conn *c = data;
 	unsigned long backoff = POHMEL_BACKOFF_MIN;
 	unsigned int nofs = memalloc_nofs_save();
+	struct pohmel_seal *seal;
 	struct socket *sock;
 	int logged = 0;		/* 1: lost said, 2: reason said too */
 	int err;
@@ -927,9 +1020,14 @@ static int conn_thread(void *data)
 	while (!kthread_should_stop()) {
 		spin_lock(&c->lock);
 		sock = c->sock;
+		seal = c->seal;
 		spin_unlock(&c->lock);
 		while (sock && !kthread_should_stop()) {
-			err = recv_one(c, sock);
+			err = recv_one(c, sock, seal);
+			if (err == -EAGAIN) {
+				idle_ping(c);
+				continue;
+			}
 			if (err)
 				break;
 			cond_resched();	/* a flood must not hog the CPU */
@@ -945,7 +1043,9 @@ static int conn_thread(void *data)
 		if (!logged)
 			pr_notice("%pISpc: connection lost, reconnecting\n",
 				  &c->addr);
-		err = conn_connect(c, &sock);
+		err = conn_connect(c, &sock, &seal);
+		if (err == -EACCES)
+			refuse(c, true);
 		if (err && c->why && logged < 2) {
 			pr_warn("%pISpc: reconnect failed: %s\n", &c->addr,
 				c->why);
@@ -957,11 +1057,12 @@ static int conn_thread(void *data)
 			backoff = min(backoff * 2, (unsigned long)POHMEL_BACKOFF_MAX);
 			continue;
 		}
+		refuse(c, false);
 		pr_notice("%pISpc: reconnected\n", &c->addr);
 		logged = 0;
 		backoff = POHMEL_BACKOFF_MIN;
 		atomic64_inc(&c->stats.reconnects);
-		conn_up(c, sock);
+		conn_up(c, sock, seal);
 	}
 	memalloc_nofs_restore(nofs);
 	return 0;
@@ -976,6 +1077,7 @@ int pohmel_conn_init(struct pohmel_conn *c)
 	INIT_WORK(&c->release_work, release_work);
 	init_llist_head(&c->async_reqs);
 	INIT_WORK(&c->async_work, async_work);
+	INIT_WORK(&c->ping_work, ping_work);
 	init_waitqueue_head(&c->recalls_idle);
 	atomic_set(&c->recalls_active, 0);
 	INIT_LIST_HEAD(&c->queue);
@@ -995,13 +1097,14 @@ int pohmel_conn_init(struct pohmel_conn *c)
 /* First connection, in the mounter's context so errors reach mount(2). */
 int pohmel_conn_start(struct pohmel_conn *c)
 {
+	struct pohmel_seal *seal;
 	struct socket *sock;
 	int err;
 
-	err = conn_connect(c, &sock);
+	err = conn_connect(c, &sock, &seal);
 	if (err)
 		return err;
-	conn_up(c, sock);
+	conn_up(c, sock, seal);
 	c->task = kthread_run(conn_thread, c, "pohmelfs-conn");
 	if (IS_ERR(c->task)) {
 		err = PTR_ERR(c->task);

@@ -18,6 +18,7 @@
 #include <linux/xarray.h>
 
 #include "pohmel_proto.h"
+#include "seal.h"
 
 struct socket;
 struct task_struct;
@@ -87,6 +88,9 @@ struct pohmel_conn_stats {
 	atomic64_t recall_max_ns;	/* the longest of them */
 	atomic64_t releases;		/* grants given back (oids in RELEASE) */
 	atomic64_t seq_waits;		/* held back by the reply-cache window */
+	atomic64_t auth_failures;	/* handshakes refused either way */
+	atomic64_t seal_failures;	/* records that failed their tag */
+	atomic64_t idle_pings;		/* PINGs for replies overdue */
 };
 
 /*
@@ -122,6 +126,9 @@ struct pohmel_session {
 	u32 max_msg;			/* negotiated */
 	u8 key[POHMEL_KEY_MAX];
 	unsigned int keylen;		/* 0: no authentication */
+	char keyname[POHMEL_KEYNAME_MAX + 1];
+	unsigned int keyname_len;
+	enum pohmel_sec sec;		/* what the mount requires */
 	u8 root_attr[POHMEL_ATTR_SIZE];	/* wire copy from the AUTH reply */
 };
 
@@ -155,7 +162,7 @@ struct pohmel_conn_ops {
 struct pohmel_conn {
 	/*
 	 * lock protects: queue, every queued request's state/list, up,
-	 * dying, sock (pointer publication for shutdown only).
+	 * dying, refused, sock and seal (pointer publication).
 	 */
 	spinlock_t lock;
 	struct list_head queue;		/* unanswered requests, submit order */
@@ -163,6 +170,7 @@ struct pohmel_conn {
 	u32 next_tag;			/* xa_alloc_cyclic cursor */
 	bool up;			/* authenticated, replay finished */
 	bool dying;			/* unmounting: fail everything */
+	bool refused;			/* the server refused our key */
 
 	/*
 	 * send_mutex serialises writes to the socket; the receive thread
@@ -171,6 +179,12 @@ struct pohmel_conn {
 	 */
 	struct mutex send_mutex;
 	struct socket *sock;		/* send_mutex (and lock to publish) */
+	/*
+	 * What protects sock's records (NULL: plain): set and freed with
+	 * sock; its tx half used under send_mutex, its rx half by the
+	 * receive thread only (seal.c).
+	 */
+	struct pohmel_seal *seal;
 	/*
 	 * sock_mutex lets umount -f shut the socket down without
 	 * send_mutex, which a sender stuck on a server that stopped reading
@@ -226,6 +240,7 @@ struct pohmel_conn {
 	 */
 	struct llist_head async_reqs;
 	struct work_struct async_work;
+	struct work_struct ping_work;	/* the idle PING, on recall_wq */
 
 	struct sockaddr_storage addr;
 	int addrlen;
@@ -269,16 +284,14 @@ int pohmel_conn_call(struct pohmel_conn *c, struct pohmel_req *req);
 int pohmel_conn_call_async(struct pohmel_conn *c, struct pohmel_req *req);
 int pohmel_conn_send_all(struct socket *sock, const void *buf, size_t len);
 int pohmel_conn_recv_all(struct socket *sock, void *buf, size_t len);
+int pohmel_conn_recv_msg(struct socket *sock, void *buf, size_t len,
+			 bool patient);
 
 /* session.c */
 void pohmel_session_init(struct pohmel_session *s);
-int pohmel_session_handshake(struct pohmel_conn *c, struct socket *sock);
+int pohmel_session_handshake(struct pohmel_conn *c, struct socket *sock,
+			     struct pohmel_seal **sealp);
 u64 pohmel_session_acked_seq(struct pohmel_conn *c);
-
-/* auth.c */
-int pohmel_auth_mac(const u8 *key, unsigned int keylen, const char *label,
-		    const u8 *nonce_a, const u8 *nonce_b, const u8 *uuid,
-		    u8 *mac);
 
 /* proto.c: request building and reply validation */
 struct pohmel_req *pohmel_req_alloc(struct pohmel_conn *c, u16 op,

@@ -48,6 +48,7 @@ static void __init pohmel_check_layout(void)
 	BUILD_BUG_ON(offsetof(struct pohmel_hdr, seq) != 16);
 	BUILD_BUG_ON(offsetof(struct pohmel_attr, mode) != 88);
 	BUILD_BUG_ON(offsetof(struct pohmel_hello, nonce) != 48);
+	BUILD_BUG_ON(offsetof(struct pohmel_hello, key_len) != 20);
 	BUILD_BUG_ON(offsetof(struct pohmel_dirent, cookie) != 120);
 	BUILD_BUG_ON(POHMEL_OP_MAX != 36);
 	BUILD_BUG_ON(pohmel_groups_size(POHMEL_MAX_GROUPS) > 136);
@@ -58,6 +59,12 @@ static int __init pohmel_init(void)
 	int err;
 
 	pohmel_check_layout();
+	/* crypto that disagrees with pohmeld's must not reach a mount */
+	err = pohmel_seal_selftest();
+	if (err && err != -ENOENT)
+		return err;
+	if (err)
+		pr_warn("self-test: hmac(sha256) missing: only mounts without a key work\n");
 	pohmel_lock_init();
 	err = pohmel_inode_cache_init();
 	if (err)

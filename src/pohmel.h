@@ -35,6 +35,8 @@ struct pohmel_mount_opts {
 	u16 port;
 	u8 key[POHMEL_KEY_MAX];
 	unsigned int keylen;
+	char keyname[POHMEL_KEYNAME_MAX + 1];	/* keyname=, or "default" */
+	int sec;			/* sec=: enum pohmel_sec, -1 unset */
 	bool keyfile;			/* keyfile= seen (mount.pohmel's) */
 	bool soft;
 	bool cache_none;

@@ -78,8 +78,8 @@
  * negotiated answers AUTH with EACCES and closes.
  * With an AEAD negotiated, every message after the HELLO reply, AUTH
  * and RECALL included, is a record:
- *   outer header: len = POHMEL_HDR_SIZE + n + POHMEL_TAG_LEN, flags =
- *                 POHMEL_HF_SEALED, every other field 0
+ *   outer header: len = n + POHMEL_TAG_LEN (the bytes after it, as for
+ *                 any message), flags = POHMEL_HF_SEALED, all else 0
  *   n bytes:      the inner message (a whole header and its payload),
  *                 encrypted; with POHMEL_FEAT_SIGN in clear
  *   tag:          POHMEL_TAG_LEN bytes
@@ -101,8 +101,8 @@
  * "default", nothing sealed; a server only accepts it where the export's
  * minimum is sec=none. Without a key (keyless server or client) nothing
  * is negotiated beyond 1.2's keyless mode: no AEAD bit, mac fields zero.
- * Sizes: a record's outer len is at least 2 * POHMEL_HDR_SIZE +
- * POHMEL_TAG_LEN and at most that plus max_msg.
+ * Sizes: a record's outer len is at least POHMEL_HDR_SIZE +
+ * POHMEL_TAG_LEN (an inner header alone) and at most that plus max_msg.
  *
  * Tags and sequence numbers
  * -------------------------

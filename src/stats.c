@@ -42,6 +42,9 @@ int pohmel_show_stats(struct seq_file *m, struct dentry *root)
 		   POHMEL_PROTO_MAJOR, POHMEL_PROTO_MINOR,
 		   sbi->conn.sess.features, sbi->conn.sess.max_msg,
 		   READ_ONCE(sbi->conn.up), pohmel_conn_grants(&sbi->conn));
+	seq_printf(m, "\tprotection: %s key: %s\n",
+		   pohmel_seal_name(READ_ONCE(sbi->conn.sess.features)),
+		   sbi->conn.sess.keylen ? sbi->conn.sess.keyname : "-");
 	S("round_trips", &cs->round_trips);
 	S("bytes_sent", &cs->bytes_sent);
 	S("bytes_recv", &cs->bytes_recv);
@@ -49,6 +52,9 @@ int pohmel_show_stats(struct seq_file *m, struct dentry *root)
 	S("replays", &cs->replays);
 	S("timeouts", &cs->timeouts);
 	S("proto_errors", &cs->proto_errors);
+	S("auth_failures", &cs->auth_failures);
+	S("seal_failures", &cs->seal_failures);
+	S("idle_pings", &cs->idle_pings);
 	S("seq_waits", &cs->seq_waits);
 	S("recalls", &cs->recalls);
 	S("recall_acks", &cs->recall_acks);

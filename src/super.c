@@ -3,11 +3,13 @@
  * super.c - mount options (fs_context), superblock set-up from the AUTH
  * reply's root attributes, statfs, show_options, unmount.
  *
- *   mount -t pohmel ADDR:/[PATH] MNT -o port=N,key=HEX,soft|hard,timeo=S,
+ *   mount -t pohmel ADDR:/[PATH] MNT -o port=N,key=HEX,keyname=NAME,
+ *                                      sec=seal|auth|none,soft|hard,timeo=S,
  *                                      cache=strict|none,rsize=B,wsize=B,
  *                                      grants=on|off
  */
 #include <linux/backing-dev.h>
+#include <linux/ctype.h>
 #include <linux/cred.h>
 #include <linux/fs_context.h>
 #include <linux/fs_parser.h>
@@ -27,7 +29,7 @@
 enum {
 	OPT_PORT, OPT_KEY, OPT_KEYFILE, OPT_SOFT, OPT_HARD, OPT_TIMEO,
 	OPT_CACHE, OPT_RSIZE, OPT_WSIZE, OPT_GRANTS, OPT_WRITEBACK,
-	OPT_WB_DELAY,
+	OPT_WB_DELAY, OPT_KEYNAME, OPT_SEC,
 };
 
 enum { CACHE_STRICT, CACHE_NONE };
@@ -45,10 +47,25 @@ static const struct constant_table pohmel_grant_modes[] = {
 	{}
 };
 
+static const struct constant_table pohmel_sec_modes[] = {
+	{ "none",	POHMEL_SEC_NONE },
+	{ "auth",	POHMEL_SEC_AUTH },
+	{ "seal",	POHMEL_SEC_SEAL },
+	{}
+};
+
+static const char * const sec_names[] = {
+	[POHMEL_SEC_NONE] = "none",
+	[POHMEL_SEC_AUTH] = "auth",
+	[POHMEL_SEC_SEAL] = "seal",
+};
+
 static const struct fs_parameter_spec pohmel_params[] = {
 	fsparam_u32("port", OPT_PORT),
 	fsparam_string("key", OPT_KEY),
 	fsparam_string("keyfile", OPT_KEYFILE),
+	fsparam_string("keyname", OPT_KEYNAME),
+	fsparam_enum("sec", OPT_SEC, pohmel_sec_modes),
 	fsparam_flag("soft", OPT_SOFT),
 	fsparam_flag("hard", OPT_HARD),
 	fsparam_u32("timeo", OPT_TIMEO),
@@ -71,6 +88,22 @@ static int parse_key(struct fs_context *fc, struct pohmel_mount_opts *o,
 		return invalf(fc, "pohmel: key= wants %d..%d hexadecimal digits (an even number)",
 			      2 * POHMEL_KEY_MIN, 2 * POHMEL_KEY_MAX);
 	o->keylen = n / 2;
+	return 0;
+}
+
+/* What the server's key file allows: 1..64 of [A-Za-z0-9._-]. */
+static int parse_keyname(struct fs_context *fc, struct pohmel_mount_opts *o,
+			 const char *name)
+{
+	size_t i, n = strlen(name);
+
+	for (i = 0; i < n; i++)
+		if (!isalnum(name[i]) && !strchr("._-", name[i]))
+			break;
+	if (!n || n > POHMEL_KEYNAME_MAX || i < n)
+		return invalf(fc, "pohmel: keyname= wants 1..%d of A-Z a-z 0-9 . _ -",
+			      POHMEL_KEYNAME_MAX);
+	strscpy(o->keyname, name, sizeof(o->keyname));
 	return 0;
 }
 
@@ -98,6 +131,11 @@ static int pohmel_parse_param(struct fs_context *fc,
 		return parse_key(fc, o, param->string);
 	case OPT_KEYFILE:
 		o->keyfile = true;
+		break;
+	case OPT_KEYNAME:
+		return parse_keyname(fc, o, param->string);
+	case OPT_SEC:
+		o->sec = r.uint_32;
 		break;
 	case OPT_SOFT:
 		o->soft = true;
@@ -201,7 +239,7 @@ static const char *connect_hint(int err)
 	case -ETIMEDOUT:
 		return "no answer in time: check the address, port= and firewalls";
 	case -EACCES:
-		return "authentication refused: client and server must use the same key (key=, or keyfile= through mount.pohmel)";
+		return "authentication refused: client and server must use the same key under the same name (key=, keyname=, or keyfile= through mount.pohmel)";
 	case -EPROTONOSUPPORT:
 	case -EPROTO:
 		return "not a compatible pohmeld at that address and port";
@@ -287,7 +325,10 @@ static int pohmel_show_options(struct seq_file *m, struct dentry *root)
 	if (o->writeback)
 		seq_printf(m, ",writeback=on,wb_delay=%u", o->wb_delay);
 	if (o->keylen)
-		seq_puts(m, ",auth");
+		seq_printf(m, ",keyname=%s,sec=%s", o->keyname,
+			   sec_names[o->sec]);
+	else
+		seq_puts(m, ",sec=none");
 	return 0;
 }
 
@@ -406,6 +447,9 @@ static int pohmel_fill_super(struct super_block *sb, struct fs_context *fc)
 	c->timeo = (unsigned long)o->timeo * HZ;
 	memcpy(c->sess.key, o->key, o->keylen);
 	c->sess.keylen = o->keylen;
+	c->sess.keyname_len = strscpy(c->sess.keyname, o->keyname,
+				      sizeof(c->sess.keyname));
+	c->sess.sec = o->sec;
 	c->ops = &pohmel_conn_ops;
 	c->priv = sbi;
 	/* cache=none caches nothing, so it has nothing to hold grants for */
@@ -451,11 +495,21 @@ static int pohmel_fill_super(struct super_block *sb, struct fs_context *fc)
 static int pohmel_get_tree(struct fs_context *fc)
 {
 	struct pohmel_sb_info *sbi = fc->s_fs_info;
+	struct pohmel_mount_opts *o = &sbi->opts;
 	int err;
 
-	if (sbi->opts.keyfile && !sbi->opts.keylen)
+	if (o->keyfile && !o->keylen)
 		return invalf(fc,
 			      "pohmel: keyfile= is read by mount.pohmel; the kernel needs key=HEX");
+	/* a key means sealed unless asked otherwise; no key, nothing */
+	if (o->sec < 0)
+		o->sec = o->keylen ? POHMEL_SEC_SEAL : POHMEL_SEC_NONE;
+	if (o->sec != POHMEL_SEC_NONE && !o->keylen)
+		return invalf(fc,
+			      "pohmel: sec=%s needs a key (key=, or keyfile= through mount.pohmel)",
+			      sec_names[o->sec]);
+	if (!o->keyname[0])
+		strscpy(o->keyname, "default", sizeof(o->keyname));
 	err = parse_source(fc, &sbi->opts);
 	if (err)
 		return err;
@@ -522,6 +576,7 @@ static int pohmel_init_fs_context(struct fs_context *fc)
 	sbi->opts.wb_delay = 5;
 	sbi->opts.port = POHMEL_DEFAULT_PORT;
 	sbi->opts.timeo = 60;
+	sbi->opts.sec = -1;
 	sbi->opts.rsize = POHMEL_MAX_DATA;
 	sbi->opts.wsize = POHMEL_MAX_DATA;
 	fc->s_fs_info = sbi;

@@ -370,14 +370,13 @@ static int read_msg(struct pc *c, struct whdr *h)
 		snprintf(c->err, sizeof(c->err), "not a record where one is due");
 		return -EPROTO;
 	}
-	if (h->len < POHMEL_HDR_SIZE + REC_OVERHEAD ||
-	    h->len > POHMEL_HDR_SIZE + REC_OVERHEAD + POHMEL_MAX_MSG) {
+	if (h->len < POHMEL_HDR_SIZE + POHMEL_TAG_LEN ||
+	    h->len > POHMEL_HDR_SIZE + POHMEL_TAG_LEN + POHMEL_MAX_MSG) {
 		snprintf(c->err, sizeof(c->err), "record length %u", h->len);
 		return -EPROTO;
 	}
-	/* A record's outer len counts the outer header too (its formula
-	 * in pohmel_proto.h): n bytes of inner message and a tag follow. */
-	n = h->len - REC_OVERHEAD;
+	/* n bytes of inner message and a tag follow the outer header */
+	n = h->len - POHMEL_TAG_LEN;
 	err = read_full(c, b + POHMEL_HDR_SIZE, n + POHMEL_TAG_LEN);
 	if (err)
 		return err;

@@ -216,7 +216,7 @@ static void t_records(uint64_t alg, bool sign, const char *name)
 	aead_init(&rx, alg, key, false);
 	CHECK(rec_seal(&tx, 9, sign, msg, n, rec) == 0, "%s: seals", name);
 	whdr_get(rec, &h);
-	CHECK(h.len == n + REC_OVERHEAD && h.flags == POHMEL_HF_SEALED &&
+	CHECK(h.len == n + POHMEL_TAG_LEN && h.flags == POHMEL_HF_SEALED &&
 	      !h.op && !h.tag && !h.seq, "%s: outer header", name);
 	CHECK(!memcmp(rec + POHMEL_HDR_SIZE, msg, n) == sign,
 	      "%s: inner message %s", name, sign ? "in clear" : "encrypted");

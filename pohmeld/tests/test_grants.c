@@ -97,6 +97,28 @@ static bool no_reply(struct pc *c, uint32_t tag)
 	return true;
 }
 
+/* The reply with `tag` within `secs` (others are read and dropped). */
+static bool reply_within(struct pc *c, uint32_t tag, double secs,
+			 uint32_t *status)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+	double end = now_s() + secs;
+	uint8_t r[512];
+	struct whdr h;
+
+	while (now_s() < end) {
+		if (poll(&p, 1, 50) != 1)
+			continue;
+		if (pc_recv(c, &h, r, sizeof(r)))
+			return false;
+		if (h.tag == tag) {
+			*status = h.status;
+			return true;
+		}
+	}
+	return false;
+}
+
 static int dirent_grants(void *arg, const char *name, const struct wattr *a,
 			 uint64_t cookie)
 {
@@ -249,6 +271,51 @@ static void t_order(void)
 	CHECK(i == 3 && order[0] == 201 && order[1] == 202 &&
 	      order[2] == 203 && !strcmp(data, "2222"),
 	      "B: answered in order, READ sees the second WRITE");
+	cl_close(&a);
+	cl_close(&b);
+}
+
+/*
+ * B's WRITE to f waits for A's ack; B's requests on other objects must
+ * not wait with it (issue 15: a client's unrelated requests, its own
+ * recall work among them, sat behind another client's ack until leases
+ * expired), while a request on f still keeps its place behind the WRITE.
+ */
+static void t_unrelated(void)
+{
+	uint8_t body[POHMEL_IO_SIZE + 8], r[512];
+	struct wattr f, g, x;
+	struct pc_recall rc;
+	struct pc a, b;
+	uint32_t st = 0, i, order[2];
+	struct whdr h;
+	double t0;
+
+	CHECK(gopen(&a, &sp, true) == 0 && gopen(&b, &sp, true) == 0 &&
+	      mkfile(&a, "un1", &f) == 0 && mkfile(&b, "un2", &g) == 0 &&
+	      pc_getattr(&a, &f.oid, &x) == 0 &&
+	      x.grant == POHMEL_GRANT_SHARED, "unrelated: A holds f SHARED");
+	CHECK(send_write(&b, &f.oid, 301) == 0 &&
+	      pc_next_recall(&a, 10000, &rc) == 0,
+	      "unrelated: B's WRITE to f recalls A");
+	t0 = now_s();
+	CHECK(pc_send(&b, POHMEL_OP_READ, 303, 0, body,
+		      pc_enc_io(body, &f.oid, 0, 0, 4, 0, NULL)) == 0 &&
+	      send_getattr(&b, &g.oid, 302) == 0,
+	      "unrelated: B sends a READ of f, then a GETATTR of g");
+	CHECK(reply_within(&b, 302, LEASE_LONG / 4, &st) && st == 0,
+	      "unrelated: B's GETATTR of g answered while f's recall waits (%.2f s)",
+	      now_s() - t0);
+	CHECK(no_reply(&b, 301) && no_reply(&b, 303),
+	      "unrelated: the WRITE and the READ of f still wait");
+	CHECK(pc_recall_ack(&a, &rc) == 0, "unrelated: A acks");
+	for (i = 0; i < 2; i++) {
+		if (pc_recv(&b, &h, r, sizeof(r)))
+			break;
+		order[i] = h.tag;
+	}
+	CHECK(i == 2 && order[0] == 301 && order[1] == 303,
+	      "unrelated: then the WRITE and the READ of f, in order");
 	cl_close(&a);
 	cl_close(&b);
 }
@@ -865,6 +932,7 @@ int main(int argc, char **argv)
 	t_flush_before_ack();
 	t_namespace();
 	t_order();
+	t_unrelated();
 	t_lease();
 	t_stuck();
 	t_mutual();

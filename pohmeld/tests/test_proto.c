@@ -675,7 +675,7 @@ static void vectors(void)
 			       sizeof(pohmel_vec_inner)) == 0 &&
 		      !memcmp(rec + POHMEL_HDR_SIZE, pohmel_vec_inner,
 			      sizeof(pohmel_vec_inner)) &&
-		      get32(recs[i].rec) == sizeof(rec) &&
+		      get32(recs[i].rec) == sizeof(rec) - POHMEL_HDR_SIZE &&
 		      get16(recs[i].rec + 6) == POHMEL_HF_SEALED,
 		      "vectors: the %s record opens to the inner message",
 		      recs[i].name);

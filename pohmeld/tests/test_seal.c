@@ -435,17 +435,17 @@ static void t_records(void)
 	pc_disconnect(&c);
 	CHECK(victim(&c, msg, PC_SEC_SEAL) == 0 &&
 	      pc_seal(&c, msg, sizeof(msg), r0) == 0 &&
-	      (put32(r0, 2 * POHMEL_HDR_SIZE + POHMEL_TAG_LEN - 1), 1) &&
+	      (put32(r0, POHMEL_HDR_SIZE + POHMEL_TAG_LEN - 1), 1) &&
 	      pc_send_wire(&c, r0, sizeof(r0)) == 0 && closed(&c) &&
 	      server_log_has("none", "a record's length out of bounds"),
-	      "outer len below 2 * 32 + 16 closes it");
+	      "outer len below 32 + 16 (an inner header and a tag) closes it");
 	n++;
 	pc_disconnect(&c);
 	CHECK(victim(&c, msg, PC_SEC_SEAL) == 0 &&
 	      pc_seal(&c, msg, sizeof(msg), r0) == 0 &&
-	      (put32(r0, 2 * POHMEL_HDR_SIZE + POHMEL_TAG_LEN + c.max_msg + 1),
+	      (put32(r0, POHMEL_HDR_SIZE + POHMEL_TAG_LEN + c.max_msg + 1),
 	       1) && pc_send_wire(&c, r0, sizeof(r0)) == 0 && closed(&c),
-	      "outer len above 2 * 32 + 16 + max_msg closes it");
+	      "outer len above 32 + 16 + max_msg closes it");
 	n++;
 	pc_disconnect(&c);
 	/* a record whose inner length does not match the record */

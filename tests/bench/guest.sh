@@ -8,6 +8,10 @@
 #                          msgs (network messages: pohmel round trips, NFS
 #                          RPCs, SMB requests), srv_cpu (s), srv_rss_kb
 #   BENCH-SKIP {json}      a filesystem that could not be set up, and why
+#   BENCH-PROT {json}      after each remount of a pohmel-SEC variant, per
+#                          mount: fs, delay, rep, mnt, sec (asked for) and
+#                          protection (its line in /proc/self/mountstats)
+#   BENCH-POHMELD {json}   pohmeld's peak and current resident memory, at the end
 # Other lines are progress. No timing is ever a pass/fail condition; the exit
 # status is 0 unless the script itself is broken.
 set -u
@@ -25,7 +29,18 @@ PAR=${BENCH_PAR:-4}			# parallel processes (alternating mounts)
 PAR_FILES=${BENCH_PAR_FILES:-20}
 REPS=${BENCH_REPS:-3}
 DELAYS=${BENCH_DELAYS:-0.2 0}		# added round-trip times on lo, ms
-FSLIST=${BENCH_FS:-ext4 tmpfs pohmel nfs4 nfs3 smb3 9p}
+FSLIST=${BENCH_FS:-ext4 tmpfs pohmel-none pohmel-auth pohmel-seal nfs4 nfs3 smb3 9p}
+# pohmelfs is measured per protection: pohmel-none, pohmel-auth, pohmel-seal
+# remount the harness's two mounts with -o sec=none|auth|seal (through
+# mount.pohmel and the harness's key, tests/qemu/run --key). "pohmel" (the
+# harness's default mounts: sealed, as a key makes them) is an alias of
+# pohmel-seal, so that one column is measured once and its protection checked.
+fsl=
+for f in $FSLIST; do
+	[ "$f" = pohmel ] && f=pohmel-seal
+	case " $fsl " in *" $f "*) ;; *) fsl="$fsl $f" ;; esac
+done
+FSLIST=${fsl# }
 WL_TIMEOUT=${BENCH_WL_TIMEOUT:-600}
 POHMEL_FAIL=${BENCH_POHMEL_FAIL:-}
 TREE=/opt/bench/tree.tar
@@ -54,7 +69,7 @@ printf 'BENCH-INFO {"kernel":"%s","vcpus":%s,"mem_mb":%s,"cpu":"%s","files":%s,"
 # msgs FS: network messages so far on this filesystem's client mounts.
 msgs() {
 	case $1 in
-	pohmel) awk '/^device / { on = / with fstype pohmel/ } on && $1 == "round_trips:" { n += $2 }
+	pohmel-*) awk '/^device / { on = / with fstype pohmel/ } on && $1 == "round_trips:" { n += $2 }
 		     END { print n + 0 }' /proc/self/mountstats ;;
 	nfs3|nfs4) awk -v t="$([ "$1" = nfs3 ] && echo nfs || echo nfs4)" '
 		     /^device / { on = ($0 ~ (" with fstype " t "( |$)")); ops = 0; next }
@@ -68,7 +83,7 @@ msgs() {
 # srv_pids FS: the processes (or kernel threads) serving FS.
 srv_pids() {
 	case $1 in
-	pohmel) systemctl show -p MainPID --value pohmel-testd.service 2>/dev/null | grep -v '^0$' ;;
+	pohmel*) systemctl show -p MainPID --value pohmel-testd.service 2>/dev/null | grep -v '^0$' ;;
 	nfs3|nfs4) ps -e -o pid=,comm= | awk '$2 == "nfsd" { print $1 }' ;;
 	smb3) pidof smbd | tr ' ' '\n' ;;
 	9p) pidof diod ;;
@@ -112,7 +127,7 @@ measure() {
 			"$FS" "$DELAY" "$wl" "$rep" "$(jstr "not run: $BROKEN")"
 		return 1
 	fi
-	case $FS in pohmel|nfs3|nfs4|smb3) m0=$(msgs "$FS") ;; esac
+	case $FS in pohmel-*|nfs3|nfs4|smb3) m0=$(msgs "$FS") ;; esac
 	srv_ticks
 	c0=$TICKS
 	rm -f "$EW" "$EP"
@@ -228,6 +243,88 @@ run_workloads() {	# FIRST LAST: repetitions FIRST..LAST
 	done
 }
 
+# --- pohmelfs with a given protection ----------------------------------------------------
+# bounded SECS CMD...: CMD's exit status (124: killed at SECS); 254 when it is
+# still running SECS + 15 s later (stuck in the kernel: left behind, as
+# measure leaves a stuck workload).
+bounded() {
+	local s=$1 pid wd fin rc
+	shift
+	timeout -k 5 "$s" "$@" &
+	pid=$!
+	sleep $((s + 15)) &
+	wd=$!
+	wait -n -p fin "$pid" "$wd"
+	rc=$?
+	[ "$fin" != "$wd" ] || return 254
+	kill "$wd" 2>/dev/null
+	wait "$wd" 2>/dev/null
+	return "$rc"
+}
+# prot_of MNT: the "protection:" line (without the name) of the pohmel mount on MNT.
+prot_of() {
+	awk -v m="$1" '/^device / { on = ($5 == m && $7 == "fstype" && $8 == "pohmel"); next }
+		on && $1 == "protection:" { sub(/^[ \t]*protection: */, ""); print; exit }' \
+		/proc/self/mountstats
+}
+# pohmel_remount MNT [OPTS]: umount MNT (if mounted) and mount the export
+# there again as the harness does (mount -t pohmel: mount.pohmel, its key),
+# with -o OPTS if given. Returns 1 with $WHY.
+pohmel_remount() {
+	local mp=$1 o=${2:-} rc
+	if mountpoint -q "$mp"; then
+		bounded 60 umount "$mp" >"$OUT" 2>&1
+		rc=$?
+		[ "$rc" != 254 ] || POHMEL_FAIL="not run: umount $mp hung"
+		[ "$rc" = 0 ] || { WHY="umount $mp: exit $rc: $(tail -n 3 "$OUT")"; return 1; }
+	fi
+	bounded 60 mount -t pohmel ${o:+-o "$o"} 127.0.0.1:/ "$mp" >"$OUT" 2>&1
+	rc=$?
+	[ "$rc" != 254 ] || POHMEL_FAIL="not run: mount on $mp hung"
+	[ "$rc" = 0 ] || { WHY="mount -t pohmel ${o:+-o $o }127.0.0.1:/ $mp: exit $rc: $(tail -n 3 "$OUT")"; return 1; }
+	mountpoint -q "$mp" || { WHY="mount -t pohmel ${o:+-o $o }127.0.0.1:/ $mp: exit 0 but not mounted"; return 1; }
+}
+# pohmel_mount SEC: both harness mount points remounted with -o sec=SEC; each
+# mount's protection, as its mountstats shows it, printed (BENCH-PROT) and
+# checked against SEC. Returns 1 with $WHY.
+POHMEL_SEC=	# what the harness mount points have now ("" = the harness's own mounts)
+pohmel_mount() {
+	local sec=$1 mp prot
+	log "pohmelfs: remounting $POHMEL_MNT1 and $POHMEL_MNT2 with -o sec=$sec"
+	POHMEL_SEC=$sec
+	for mp in "$POHMEL_MNT2" "$POHMEL_MNT1"; do
+		pohmel_remount "$mp" "sec=$sec" || return 1
+	done
+	if [ "$(stat -c %d "$POHMEL_MNT1")" = "$(stat -c %d "$POHMEL_MNT2")" ]; then
+		WHY="sec=$sec: $POHMEL_MNT1 and $POHMEL_MNT2 share a superblock (not two clients)"
+		return 1
+	fi
+	for mp in "$POHMEL_MNT1" "$POHMEL_MNT2"; do
+		prot=$(prot_of "$mp")
+		printf 'BENCH-PROT {"fs":"pohmel-%s","delay":"%s","rep":%s,"mnt":"%s","sec":"%s","protection":"%s"}\n' \
+			"$sec" "$DELAY" "$rep" "$mp" "$sec" "$(jstr "$prot")"
+		case $sec:$prot in
+		"seal:seal "* | "auth:auth "* | "none:none (key checked at connect)"*) ;;
+		*)	WHY="mounted with -o sec=$sec, but $mp's protection is '${prot:-(no protection line in /proc/self/mountstats)}' (no key? see /etc/pohmelfs/key, tests/qemu/run --key)"
+			return 1 ;;
+		esac
+	done
+}
+# pohmel_restore: the harness's own mounts again (no options), once the
+# pohmel-SEC runs are over and unless a hang left them unusable.
+pohmel_restore() {
+	local mp
+	[ -n "$POHMEL_SEC" ] || return 0
+	case $POHMEL_FAIL in
+	"not run: "*) log "pohmelfs: harness mounts not restored ($POHMEL_FAIL)"; return 0 ;;
+	esac
+	for mp in "$POHMEL_MNT2" "$POHMEL_MNT1"; do
+		pohmel_remount "$mp" || { log "pohmelfs: restoring the harness mount: $WHY"; return 0; }
+	done
+	POHMEL_SEC=
+	log "pohmelfs: harness mounts restored: $(prot_of "$POHMEL_MNT1") / $(prot_of "$POHMEL_MNT2")"
+}
+
 # --- filesystems: fs_up NAME sets D1 D2 (or returns 1 with $WHY) -----------------------
 WHY=
 NFSOPTS=${BENCH_NFS_OPTS:-proto=tcp,hard,sec=sys}
@@ -294,9 +391,10 @@ fs_up() {
 			mount -t 9p -o "$o" 127.0.0.1 /mnt/bench-b >>"$OUT" 2>&1 ||
 			{ WHY="mount -t 9p -o $o: $(tail -n 3 "$OUT") $(tail -n 3 /var/tmp/diod.log)"; return 1; }
 		D1=/mnt/bench-a; D2=/mnt/bench-b ;;
-	pohmel)
+	pohmel-none|pohmel-auth|pohmel-seal)
 		[ -z "$POHMEL_FAIL" ] || { WHY=$POHMEL_FAIL; return 1; }
 		[ -n "${POHMEL_MNT1:-}" ] || { WHY="not mounted by the harness"; return 1; }
+		pohmel_mount "${1#pohmel-}" || return 1
 		D1=$POHMEL_MNT1/bench; D2=$POHMEL_MNT2/bench
 		mkdir -p "$D1" >"$OUT" 2>&1 || { WHY="mkdir on the mount: $(tail -n 3 "$OUT")"; return 1; }
 		;;
@@ -342,7 +440,9 @@ fs_down() {
 	9p)	rm -rf "${D1:?}"/* 2>/dev/null
 		umount /mnt/bench-b; umount /mnt/bench-a
 		kill "$DIOD" 2>/dev/null; wait "$DIOD" 2>/dev/null ;;
-	pohmel)	[ -n "$BROKEN" ] || rm -rf "$D1" ;;
+	pohmel-*)
+		# (D1 is another filesystem's when the setup failed early)
+		case $D1 in "${POHMEL_MNT1:-/nonexistent}"/*) [ -n "$BROKEN" ] || rm -rf "$D1" ;; esac ;;
 	esac 2>/dev/null
 	return 0
 }
@@ -384,9 +484,11 @@ for DELAY in $DELAYS; do
 			run_workloads "$rep" "$rep"
 			fs_down "$FS"
 			BROKEN_FS[$FS]=$BROKEN
-			# A pohmel hang (unkillable in the kernel) is not retried.
-			[ "$FS" != pohmel ] || [ -z "$BROKEN" ] ||
-				POHMEL_FAIL="not run: $BROKEN at delay $DELAY"
+			# A pohmel hang (unkillable in the kernel) is not retried,
+			# with any protection (the remount needs the mounts idle).
+			case $FS in pohmel-*)
+				[ -z "$BROKEN" ] || POHMEL_FAIL="not run: $BROKEN ($FS) at delay $DELAY" ;;
+			esac
 		else
 			# Once per repetition: the report counts every rep that
 			# did not run as failed (or skipped, if not requested).
@@ -402,6 +504,7 @@ done
 done
 tc qdisc del dev lo root 2>/dev/null
 nfs_stop >/dev/null 2>&1
+pohmel_restore
 if [ -n "$(srv_pids pohmel)" ]; then
 	printf 'BENCH-POHMELD {"vmhwm_kb":%s,"vmrss_kb":%s}\n' \
 		"$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$(srv_pids pohmel)/status")" \

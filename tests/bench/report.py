@@ -6,8 +6,12 @@
 Per (delay, filesystem, workload): the median wall time of the repetitions,
 its spread (min..max), ratios against local ext4 and against NFSv4.2 at the
 same delay, network messages, server CPU time and server resident memory.
-A workload that failed (or could not run) is reported as failed, never
-dropped. stdlib only; the PNG needs matplotlib and is skipped without it.
+pohmelfs is one filesystem per protection (pohmel-none, pohmel-auth,
+pohmel-seal: mounted with sec=none|auth|seal; "pohmel" in older logs): the
+report shows the protection each mount had (BENCH-PROT lines) and the cost
+of auth and seal against none. A workload that failed (or could not run) is
+reported as failed, never dropped. stdlib only; the PNG needs matplotlib and
+is skipped without it.
 """
 import argparse
 import json
@@ -15,10 +19,28 @@ import os
 import statistics
 import sys
 
-FS_ORDER = ["ext4", "tmpfs", "pohmel", "nfs3", "nfs4", "smb3", "9p"]
+FS_ORDER = ["ext4", "tmpfs", "pohmel", "pohmel-none", "pohmel-auth",
+            "pohmel-seal", "nfs3", "nfs4", "smb3", "9p"]
 FS_LABEL = {"ext4": "ext4 (local)", "tmpfs": "tmpfs", "nfs3": "NFSv3 async",
             "nfs4": "NFSv4.2", "smb3": "SMB3 (Samba)", "9p": "9p (diod)",
-            "pohmel": "pohmelfs"}
+            "pohmel": "pohmelfs",
+            "pohmel-none": "pohmelfs (sec=none)",
+            "pohmel-auth": "pohmelfs (sec=auth)",
+            "pohmel-seal": "pohmelfs (sec=seal)"}
+# pohmelfs's columns: "pohmel" (older logs: the harness's default mounts,
+# without a key) and one per protection (guest.sh's pohmel-SEC).
+POHMEL = ("pohmel", "pohmel-none", "pohmel-auth", "pohmel-seal")
+# The column the issue's targets are checked on: the default deployment
+# (sealed, with a key) when it was measured.
+TARGET_FS = ("pohmel-seal", "pohmel", "pohmel-auth", "pohmel-none")
+# Cost of protection: workloads whose cost is a throughput (% of sec=none's),
+# the others a wall-time ratio; the README's target for sealing.
+THROUGHPUT = ("seq_write", "seq_read_cold", "seq_read_warm")
+SEAL_TARGET = 0.85
+# What a mount's "protection:" line starts with for each sec= (as guest.sh
+# checks it).
+PROT_PREFIX = {"seal": "seal ", "auth": "auth ",
+               "none": "none (key checked at connect)"}
 WL_ORDER = ["untar", "find", "git_status", "rm", "create", "stat", "unlink",
             "seq_write", "seq_read_cold", "seq_read_warm", "rand_read",
             "parallel"]
@@ -44,12 +66,13 @@ def wl_label(wl, g):
 
 
 def parse(path):
-    guest, runs, skips, pohmeld = {}, [], [], {}
+    guest, runs, skips, pohmeld, prots = {}, [], [], {}, []
     with open(path, errors="replace") as f:
         for line in f:
             line = line.rstrip("\r\n")
             tag, _, rest = line.partition(" ")
-            if tag not in ("BENCH", "BENCH-INFO", "BENCH-SKIP", "BENCH-POHMELD"):
+            if tag not in ("BENCH", "BENCH-INFO", "BENCH-SKIP", "BENCH-POHMELD",
+                           "BENCH-PROT"):
                 continue
             try:
                 obj = json.loads(rest)
@@ -62,9 +85,11 @@ def parse(path):
                 guest = obj
             elif tag == "BENCH-SKIP":
                 skips.append(obj)
+            elif tag == "BENCH-PROT":
+                prots.append(obj)
             else:
                 pohmeld = obj
-    return guest, runs, skips, pohmeld
+    return guest, runs, skips, pohmeld, prots
 
 
 def med(xs):
@@ -197,7 +222,137 @@ def cell_ratio(idx, delay, fs, wl, key):
     return "%.2f×" % v if v < 10 else "%.0f×" % v
 
 
-def markdown(guest, host, results, idx, delays, skips, pohmeld):
+def delay_title(d):
+    return ("%s ms round trip added on lo (tc netem)" % d) if d != "0" else \
+        "no added delay"
+
+
+def delay_short(d):
+    return ("%s ms" % d) if d != "0" else "no delay"
+
+
+def cost_rows(idx, delays):
+    """auth and seal against none, per workload and delay: a list of dicts
+    (wl, delay, sec, kind "throughput"|"time", value or None, why, partial:
+    some repetitions of either failed or never ran; the medians are of the
+    others)."""
+    rows = []
+    for wl in WL_ORDER:
+        for d in delays:
+            n = idx.get((d, "pohmel-none", wl))
+            for sec in ("auth", "seal"):
+                x = idx.get((d, "pohmel-" + sec, wl))
+                if n is None and x is None:
+                    continue
+                kind = "throughput" if wl in THROUGHPUT else "time"
+                row = {"wl": wl, "delay": d, "sec": sec, "kind": kind,
+                       "value": None, "why": None, "partial": False}
+                if not n or not n["n_ok"] or not x or not x["n_ok"]:
+                    failed = any(r and (r["n_failed"] or not r["n_ok"])
+                                 for r in (n, x))
+                    row["why"] = "failed" if failed else "n/a"
+                    rows.append(row)
+                    continue
+                row["partial"] = any(r["n_failed"] or r.get("n_missing")
+                                     for r in (n, x))
+                if kind == "throughput":	# same size: time none / time X
+                    row["value"] = n["median_s"] / x["median_s"]
+                else:
+                    row["value"] = x["median_s"] / n["median_s"]
+                rows.append(row)
+    return rows
+
+
+def cost_markdown(guest, idx, delays):
+    """The cost of protection table (and the sealing target), or []."""
+    rows = cost_rows(idx, delays)
+    if not rows:
+        return []
+    by = {(r["wl"], r["delay"], r["sec"]): r for r in rows}
+    cols = [(d, sec) for d in delays for sec in ("auth", "seal")]
+    L = ["#### Cost of protection: pohmelfs sec=auth and sec=seal against sec=none", "",
+         "Same run, same workloads: sequential transfers as throughput in % "
+         "of sec=none's (its median time / this one's; below 100% is slower), "
+         "everything else as wall time × sec=none's (above 1 is slower). "
+         "auth signs every message (integrity only), seal encrypts and signs "
+         "it (AES-256-GCM); none checks the key at connect only. Under TCG "
+         "the guest's AES and carry-less multiply instructions are emulated "
+         "too, so these costs need not be those of real hardware; the spread "
+         "of each median is in the wall-time tables. † some repetitions of "
+         "one of the two failed or did not run: medians of the others.", "",
+         "| workload | measure | " + " | ".join(
+             "%s, %s" % (sec, delay_short(d)) for d, sec in cols) + " |",
+         "|---" * (len(cols) + 2) + "|"]
+    for wl in WL_ORDER:
+        cells = [by.get((wl, d, sec)) for d, sec in cols]
+        if not any(cells):
+            continue
+        tp = wl in THROUGHPUT
+        out = []
+        for r in cells:
+            if r is None:
+                out.append("n/a")
+            elif r["value"] is None:
+                out.append(r["why"])
+            elif tp:
+                out.append("%.0f%%%s" % (r["value"] * 100, " †" if r["partial"] else ""))
+            else:
+                out.append("%.2f×%s" % (r["value"], " †" if r["partial"] else ""))
+        L.append("| %s | %s | %s |" % (
+            wl_label(wl, guest),
+            "throughput, % of none" if tp else "time × none", " | ".join(out)))
+    L.append("")
+    L.append("Target: sealed sequential throughput at least %.0f%% of unsealed "
+             "(sec=seal against sec=none, medians; not asserted):" % (SEAL_TARGET * 100))
+    L.append("")
+    L.append("| workload | " + " | ".join(delay_short(d) for d in delays) + " |")
+    L.append("|---" * (len(delays) + 1) + "|")
+    for wl in THROUGHPUT:
+        out = []
+        for d in delays:
+            r = by.get((wl, d, "seal"))
+            if r is None or r["value"] is None:
+                out.append(r["why"] if r else "–")
+            else:
+                out.append("%.0f%% %s%s" % (
+                    r["value"] * 100,
+                    "met" if r["value"] >= SEAL_TARGET else "**not met**",
+                    " †" if r["partial"] else ""))
+        L.append("| %s | %s |" % (wl_label(wl, guest), " | ".join(out)))
+    L.append("")
+    return L
+
+
+def protection_notes(prots):
+    """What each pohmel-SEC mount had, from the BENCH-PROT lines."""
+    seen = {}
+    for p in prots:
+        k = (p.get("fs", "?"), p.get("sec", "?"), p.get("protection", ""))
+        e = seen.setdefault(k, {"n": 0, "mnts": set()})
+        e["n"] += 1
+        e["mnts"].add(p.get("mnt", "?"))
+    if not seen:
+        return []
+    total = {}
+    for (fs, _, _), e in seen.items():
+        total[fs] = total.get(fs, 0) + e["n"]
+    L = ["pohmelfs protection as measured (the `protection:` line of "
+         "/proc/self/mountstats after each remount with `-o sec=…` through "
+         "mount.pohmel, both mounts, every delay and repetition):", ""]
+    order = lambda k: (FS_ORDER.index(k[0]) if k[0] in FS_ORDER else 99, k[2])
+    for k in sorted(seen, key=order):
+        fs, sec, prot = k
+        e = seen[k]
+        ok = prot.startswith(PROT_PREFIX.get(sec, "\0"))
+        L.append("- %s: `%s` (%d of %d mounts: %s)%s" % (
+            FS_LABEL.get(fs, fs), prot or "no protection line", e["n"],
+            total[fs], ", ".join(sorted(e["mnts"])),
+            "" if ok else " — **not what sec=%s asks for: not measured**" % sec))
+    L.append("")
+    return L
+
+
+def markdown(guest, host, results, idx, delays, skips, pohmeld, prots=()):
     L = []
     g = guest
     L.append("Measured %s on %s (%s cores, %s GiB; host load %s before, %s after; 1-min load during the run mean/max/samples %s) in a "
@@ -215,8 +370,7 @@ def markdown(guest, host, results, idx, delays, skips, pohmeld):
     L.append("")
     for d in delays:
         cols = columns(results, d)
-        title = ("%s ms round trip added on lo (tc netem)" % d) if d != "0" else \
-            "no added delay"
+        title = delay_title(d)
         L.append("#### Wall time, %s" % title)
         L.append("")
         L.append("| workload | " + " | ".join(FS_LABEL.get(c, c) for c in cols) + " |")
@@ -228,7 +382,10 @@ def markdown(guest, host, results, idx, delays, skips, pohmeld):
                      " | ".join(cell_time(idx, d, c, wl) for c in cols) + " |")
         L.append("")
         net = [c for c in cols if c not in LOCAL]
+        measured = {r["fs"] for r in results}
         for key, what in (("ratio_ext4", "local ext4"), ("ratio_nfs4", "NFSv4.2")):
+            if key[6:] not in measured:	# e.g. tests/bench/run --protection
+                continue
             L.append("Ratio against %s (%s; below 1 is faster):" % (what, title))
             L.append("")
             L.append("| workload | " + " | ".join(FS_LABEL.get(c, c) for c in net) + " |")
@@ -260,13 +417,23 @@ def markdown(guest, host, results, idx, delays, skips, pohmeld):
             if any(x not in ("n/a", "") for x in row):
                 L.append("| %s | " % wl_label(wl, g) + " | ".join(row) + " |")
         L.append("")
-        rss = [r["srv_rss_kb_max"] for r in results
-               if r["delay"] == d and r["fs"] == "pohmel" and r["srv_rss_kb_max"]]
+        # One pohmeld serves every pohmelfs column (in their order, so the
+        # later ones include what the earlier ones left in its memory).
+        rss = []
+        for p in POHMEL:
+            m = [r["srv_rss_kb_max"] for r in results
+                 if r["delay"] == d and r["fs"] == p and r["srv_rss_kb_max"]]
+            if m:
+                rss.append("%.1f MiB%s" % (max(m) / 1024, "" if p == "pohmel"
+                                           else " with sec=" + p.split("-")[1]))
         if rss:
-            L.append("pohmeld resident memory (%s): up to %.1f MiB during the "
-                     "workloads." % (title, max(rss) / 1024))
+            L.append("pohmeld resident memory (%s): up to %s during the "
+                     "workloads." % (title, ", ".join(rss)))
             L.append("")
-    L += targets(idx, delays)
+    L += cost_markdown(guest, idx, delays)
+    L += protection_notes(prots)
+    if {"ext4", "nfs4"} & {r["fs"] for r in results}:
+        L += targets(idx, delays)
     if pohmeld.get("vmhwm_kb"):
         L.append("pohmeld peak resident memory over the whole run (VmHWM): %.1f MiB."
                  % (pohmeld["vmhwm_kb"] / 1024))
@@ -306,16 +473,21 @@ TARGETS = [
 
 
 def targets(idx, delays):
-    """The issue's targets against this run's medians, per delay."""
-    L = ["Issue targets for pohmelfs (not asserted; pohmelfs time / reference "
-         "time, medians):", "",
+    """The issue's targets against this run's medians, per delay, for the
+    sealed column (or the one pohmelfs column there is)."""
+    present = {k[1] for k in idx}
+    pfs = next((f for f in TARGET_FS if f in present), "pohmel")
+    L = ["Issue targets for pohmelfs%s (not asserted; pohmelfs time / "
+         "reference time, medians):" % (
+             "" if pfs == "pohmel" else ", its sec=%s column" % pfs.split("-")[1]),
+         "",
          "| target | " + " | ".join(
              ("%s ms" % d) if d != "0" else "no delay" for d in delays) + " |",
          "|---" * (len(delays) + 1) + "|"]
     for wl, ref, limit, what in TARGETS:
         row = []
         for d in delays:
-            p = idx.get((d, "pohmel", wl))
+            p = idx.get((d, pfs, wl))
             b = idx.get((d, ref, wl)) or idx.get(("local", ref, wl))
             if not p or not p["n_ok"] or not b or not b["n_ok"]:
                 row.append("failed" if p and p["n_failed"] else "–")
@@ -327,9 +499,9 @@ def targets(idx, delays):
     return L
 
 
-def readme_section(guest, host, md_full, delays):
+def readme_section(guest, host, md_full, delays, cost=(), per_sec=False):
     """The README's Benchmarks section: the wall-time table of the first
-    delay setting, the machine, how to reproduce."""
+    delay setting, the cost of protection, the machine, how to reproduce."""
     lines = md_full.splitlines()
     first = []
     on = False
@@ -347,14 +519,16 @@ def readme_section(guest, host, md_full, delays):
         "## Benchmarks",
         "",
         "`make bench` (tests/bench/run; details in tests/bench/README.md) boots one "
-        "QEMU guest and runs the same workloads over pohmelfs, NFSv3 (async "
+        "QEMU guest and runs the same workloads over pohmelfs%s, NFSv3 (async "
         "export), NFSv4.2, SMB3 (Samba), 9p (diod), ext4 and tmpfs, over loopback "
-        "with a LAN-like delay added by `tc netem` and without. Latest run:",
+        "with a LAN-like delay added by `tc netem` and without. Latest run:"
+        % (" (mounted with sec=none, sec=auth and sec=seal in turn)" if per_sec else ""),
         "",
         intro,
         "",
     ] + ["#" + x if x.startswith("####") else x for x in first] + [
         "",
+    ] + ["#" + x if x.startswith("####") else x for x in cost] + [
         "All delays, message counts, server CPU and memory: "
         "[tests/bench/results/latest.md](tests/bench/results/latest.md), "
         "[latest.json](tests/bench/results/latest.json), "
@@ -429,22 +603,25 @@ def main():
     if a.host and os.path.exists(a.host):
         with open(a.host) as f:
             host = json.load(f)
-    guest, runs, skips, pohmeld = parse(a.log)
+    guest, runs, skips, pohmeld, prots = parse(a.log)
     if not runs and not skips:
         print("report: no BENCH lines in %s" % a.log, file=sys.stderr)
         return 1
     results, idx, delays = aggregate(guest, runs, skips)
     os.makedirs(a.out, exist_ok=True)
-    md = markdown(guest, host, results, idx, delays, skips, pohmeld)
+    md = markdown(guest, host, results, idx, delays, skips, pohmeld, prots)
+    cost = cost_markdown(guest, idx, delays)
     with open(os.path.join(a.out, "latest.md"), "w") as f:
         f.write(md)
     doc = {"host": host, "guest": guest, "pohmeld": pohmeld, "skipped": skips,
+           "protection": prots, "protection_cost": cost_rows(idx, delays),
            "delays_ms": delays, "log": os.path.basename(a.log), "results": results}
     with open(os.path.join(a.out, "latest.json"), "w") as f:
         json.dump(doc, f, indent=1, ensure_ascii=False)
         f.write("\n")
     with open(os.path.join(a.out, "README-section.md"), "w") as f:
-        f.write(readme_section(guest, host, md, delays))
+        f.write(readme_section(guest, host, md, delays, cost,
+                               any(r["fs"] in POHMEL[1:] for r in results)))
     chart(os.path.join(a.out, "latest.png"), guest, results, idx, delays)
     sys.stdout.write(md)
     return 0

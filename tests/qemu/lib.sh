@@ -171,6 +171,20 @@ build_pohmeld() {
 	in_chroot "$1" make -C "$2" -j"$(nproc)"
 }
 
+# guest_key W 0|1: with 1, the test pohmeld and every mount (through
+# mount.pohmel's default key file) share a fixed key named "default";
+# with 0, neither has one.
+guest_key() {
+	local w=$1
+	rm -f "$w/etc/pohmelfs/key"
+	sed -i '/^key-file /d' "$w/etc/pohmeld.conf"
+	[ "$2" = 1 ] || return 0
+	mkdir -p "$w/etc/pohmelfs"
+	(umask 077 && printf 'default %s\n' \
+		"$(printf 'pohmel-test-key' | sha256sum | cut -c1-64)" >"$w/etc/pohmelfs/key")
+	printf 'key-file /etc/pohmelfs/key\n' >>"$w/etc/pohmeld.conf"
+}
+
 # install_guest W SUITE MODE [keep-config]: the guest-side runner, units and
 # small system settings that make the boot quick and deterministic;
 # keep-config leaves the root's own /etc/pohmeld.conf alone (run --root).

@@ -1,6 +1,6 @@
 /* hostile: a misbehaving POHMELFS server for the hostile group (hostile.sh).
  *
- *   hostile -p PORT -u UPSTREAM_PORT -s SCENARIO [-a] [-l LOG]
+ *   hostile -p PORT -u UPSTREAM_PORT -s SCENARIO [-a] [-l LOG] [-k KEYFILE]
  *
  * Listens on 127.0.0.1:PORT and proxies every connection to the real pohmeld
  * on 127.0.0.1:UPSTREAM_PORT, message by message, so that a mount works
@@ -11,6 +11,14 @@
  * line "fired SCENARIO ..." to the log (stderr or -l LOG), so the test can
  * tell a scenario that never triggered from one the client survived.
  * One client connection at a time (a kernel mount has one).
+ * With -k (the key file the mounts use) the proxy holds the key, as a
+ * compromised server would: it ends protocol 1.3 on both legs and seals
+ * what the scenarios send (hostile_seal.c); without it, it relays bytes.
+ *
+ *   hostile --selftest
+ *
+ * Checks the handshake and record arithmetic against the protocol's test
+ * vectors: exit 0 when it agrees.
  *
  *   hostile round DIR N SRC SRC2 NAME [big] [parallel] [short] [seqwin] [batch]
  *
@@ -113,6 +121,7 @@ static const struct scenario *sc;
 static volatile sig_atomic_t armed;
 static int fired;
 static FILE *logf;
+static int keyed;		/* -k: we hold the keys */
 
 /*
  * attr-type: the objects the client was told of (by the first attr of a
@@ -165,7 +174,8 @@ struct buf {
 	size_t len, cap;
 };
 
-static void buf_add(struct buf *b, const void *d, size_t n)
+/* Room for @n more bytes at the end of @b (not counted in b->len). */
+static uint8_t *buf_room(struct buf *b, size_t n)
 {
 	if (b->len + n > b->cap) {
 		size_t cap = b->cap ? b->cap : 65536;
@@ -179,7 +189,12 @@ static void buf_add(struct buf *b, const void *d, size_t n)
 		}
 		b->cap = cap;
 	}
-	memcpy(b->p + b->len, d, n);
+	return b->p + b->len;
+}
+
+static void buf_add(struct buf *b, const void *d, size_t n)
+{
+	memcpy(buf_room(b, n), d, n);
 	b->len += n;
 }
 
@@ -210,6 +225,10 @@ struct conn {
 	unsigned long long win_since;
 	struct buf win_reply;
 	int win_held;
+	/* -k: the handshake and keys of both legs; what goes to the client,
+	 * not yet cut into messages (a scenario may write one in pieces) */
+	struct seal_conn sl;
+	struct buf pend_c;
 };
 
 /* seq-window: give the held reply back (it may not have come yet) */
@@ -257,10 +276,83 @@ static void see_attr(const uint8_t *m, uint16_t op, uint32_t len)
 	nseen++;
 }
 
+/*
+ * One message (or what a scenario has instead: garbage, a length that
+ * lies) to the client: a record once leg a is sealed; @cut: only that
+ * much of it (hdr-close, stall-*), of a record the same part of the
+ * message behind its outer header, 0: all.
+ */
+static void emit_client(struct conn *c, uint8_t *m, size_t n, size_t cut)
+{
+	size_t rl;
+
+	if (!c->sl.a.on) {
+		seal_reply_out(&c->sl, m, n);	/* the HELLO reply: our mac_s */
+		buf_add(&c->out_c, m, cut ? cut : n);
+		return;
+	}
+	rl = seal_record(&c->sl.a, m, n, buf_room(&c->out_c, HDR + n + TAG_LEN));
+	c->out_c.len += !cut ? rl : cut < HDR ? cut : HDR + cut;
+}
+
+/*
+ * Cut what the scenarios sent the client into messages by their headers'
+ * lengths; @flush: what is left (garbage, a length that lies) is one
+ * message as it is. Called after each message handled, so that what one
+ * scenario writes in pieces (body-long, len-maxmsg) is one record.
+ */
+static void client_frame(struct conn *c, int flush)
+{
+	struct buf *p = &c->pend_c;
+	size_t off = 0, n;
+
+	while (p->len - off >= HDR && p->len - off - HDR >= get32(p->p + off + H_LEN)) {
+		n = HDR + get32(p->p + off + H_LEN);
+		emit_client(c, p->p + off, n, 0);
+		off += n;
+	}
+	if (flush && p->len > off) {
+		emit_client(c, p->p + off, p->len - off, 0);
+		off = p->len;
+	}
+	if (off)
+		buf_drop(p, off);
+}
+
 static void to_client(struct conn *c, const uint8_t *m, size_t n)
 {
-	if (!c->stalled)
+	if (c->stalled)
+		return;
+	if (!c->sl.key) {
 		buf_add(&c->out_c, m, n);
+		return;
+	}
+	buf_add(&c->pend_c, m, n);
+	client_frame(c, 0);
+}
+
+/* Only the first @cut bytes of the message @m of @full bytes. */
+static void to_client_cut(struct conn *c, uint8_t *m, size_t full, size_t cut)
+{
+	if (c->stalled)
+		return;
+	if (!c->sl.a.on) {
+		to_client(c, m, cut);
+		return;
+	}
+	client_frame(c, 1);
+	emit_client(c, m, full, cut);
+}
+
+/* One whole message to pohmeld: a record once leg b is sealed. */
+static void to_server(struct conn *c, const uint8_t *m, size_t n)
+{
+	seal_hello_out(&c->sl, m, n);	/* leg b's transcript */
+	if (!c->sl.b.on) {
+		buf_add(&c->out_u, m, n);
+		return;
+	}
+	c->out_u.len += seal_record(&c->sl.b, m, n, buf_room(&c->out_u, HDR + n + TAG_LEN));
 }
 
 static void fake_recall(struct conn *c, uint64_t id, uint32_t to, uint32_t len, uint16_t op)
@@ -465,13 +557,13 @@ static void hostile_reply(struct conn *c, uint8_t *m, uint32_t len, uint16_t op)
 		to_client(c, m, HDR + len);
 	} else if (!strcmp(n, "hdr-close") || !strcmp(n, "stall-hdr") ||
 		   !strcmp(n, "stall-hard")) {
-		to_client(c, m, 10);
+		to_client_cut(c, m, HDR + len, 10);
 		if (n[0] == 'h')
 			c->close_after = 1;
 		else
 			c->stalled = 1;
 	} else if (!strcmp(n, "body-close") || !strcmp(n, "stall-body")) {
-		to_client(c, m, HDR + len / 2);
+		to_client_cut(c, m, HDR + len, HDR + len / 2);
 		if (n[0] == 'b')
 			c->close_after = 1;
 		else
@@ -583,16 +675,46 @@ static void from_client(struct conn *c, uint8_t *m, uint32_t len)
 	/* acks to the recalls we made up: pohmeld never sent those */
 	if (op == OP_RECALL_ACK && len == 32 && (get64(m + HDR + 24) & FAKE_RECALL_ID))
 		return;
-	buf_add(&c->out_u, m, HDR + len);
+	to_server(c, m, HDR + len);
 }
 
-/* Parse complete messages out of @in. Returns -1 on a framing error. */
+/*
+ * The record at @m (outer header of @len bytes of payload, all there)
+ * from @l's peer, opened in place: 0 and the inner message at m + HDR,
+ * or -1 (logged) when the stream cannot be trusted.
+ */
+static int open_record(struct seal_leg *l, uint8_t *m, uint32_t len, int server)
+{
+	static const uint8_t zero[HDR];
+	const char *who = server ? "pohmeld" : "the client";
+
+	if (get16(m + H_FLAGS) != HF_SEALED || memcmp(m + H_OP, zero, 2) ||
+	    memcmp(m + H_TAG, zero, HDR - H_TAG) || len < HDR + TAG_LEN) {
+		say("%s sent a malformed record (or no record): closing", who);
+		return -1;
+	}
+	if (seal_open(l, m, HDR + len)) {
+		say("%s's record %llu fails its tag: closing", who,
+		    (unsigned long long)l->rx.ctr - 1);
+		return -1;
+	}
+	if (get32(m + HDR + H_LEN) != len - TAG_LEN - HDR) {
+		say("%s sent a record whose message has another length: closing", who);
+		return -1;
+	}
+	return 0;
+}
+
+/* Parse complete messages (or records: -k) out of @in. Returns -1 on a
+ * framing error. */
 static int parse(struct conn *c, struct buf *in, int server)
 {
+	struct seal_leg *l = server ? &c->sl.b : &c->sl.a;
 	size_t off = 0;
 
 	while (in->len - off >= HDR) {
-		uint32_t len = get32(in->p + off + H_LEN);
+		uint8_t *m = in->p + off;
+		uint32_t len = get32(m + H_LEN), used = HDR + len;
 
 		if (len > 2 * MAX_MSG) {
 			say("%s sent a message of %u bytes: closing", server ? "server" : "client", len);
@@ -600,11 +722,23 @@ static int parse(struct conn *c, struct buf *in, int server)
 		}
 		if (in->len - off < HDR + len)
 			break;
-		if (server)
-			from_server(c, in->p + off, len);
-		else
-			from_client(c, in->p + off, len);
-		off += HDR + len;
+		/* (a leg turns sealed after its HELLO: ask each time) */
+		if (l->on) {
+			if (open_record(l, m, len, server) < 0)
+				return -1;
+			m += HDR;
+			len = get32(m + H_LEN);
+		}
+		if (server) {
+			seal_reply_in(&c->sl, m, HDR + len);
+			from_server(c, m, len);
+		} else {
+			seal_hello_in(&c->sl, m, HDR + len);
+			seal_auth(&c->sl, m, HDR + len);
+			from_client(c, m, len);
+		}
+		client_frame(c, 1);
+		off += used;
 	}
 	buf_drop(in, off);
 	return 0;
@@ -673,8 +807,9 @@ static void serve(int cfd, int uport)
 	int one = 1;
 
 	free(c.in_c.p); free(c.in_u.p); free(c.out_c.p); free(c.out_u.p); free(c.held.p);
-	free(c.listing.p); free(c.win_reply.p);
+	free(c.listing.p); free(c.win_reply.p); free(c.pend_c.p);
 	memset(&c, 0, sizeof(c));
+	seal_start(&c.sl, keyed);
 	c.cfd = cfd;
 	setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (sc->when == W_CONN && armed && (!sc->times || fired < sc->times)) {
@@ -716,6 +851,7 @@ static void serve(int cfd, int uport)
 			flush_held(&c);
 		if (c.win_seq && now_ms() - c.win_since >= SEQ_HOLD_MS)
 			win_release(&c, "time");
+		client_frame(&c, 1);
 		if (r <= 0)
 			continue;
 		if (c.noread && (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR)))
@@ -761,7 +897,7 @@ int do_round(int argc, char **argv);
 int main(int argc, char **argv)
 {
 	int port = 0, uport = 7349, opt, lfd, one = 1;
-	const char *name = NULL, *logp = NULL;
+	const char *name = NULL, *logp = NULL, *keyp = NULL;
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	struct sigaction sa = { .sa_handler = on_usr1 };
 	size_t i;
@@ -769,13 +905,16 @@ int main(int argc, char **argv)
 	logf = stderr;
 	if (argc > 1 && !strcmp(argv[1], "round"))
 		return do_round(argc, argv);
-	while ((opt = getopt(argc, argv, "p:u:s:al:")) != -1) {
+	if (argc > 1 && !strcmp(argv[1], "--selftest"))
+		return seal_selftest();
+	while ((opt = getopt(argc, argv, "p:u:s:al:k:")) != -1) {
 		switch (opt) {
 		case 'p': port = atoi(optarg); break;
 		case 'u': uport = atoi(optarg); break;
 		case 's': name = optarg; break;
 		case 'a': armed = 1; break;
 		case 'l': logp = optarg; break;
+		case 'k': keyp = optarg; break;
 		default: goto usage;
 		}
 	}
@@ -788,6 +927,8 @@ int main(int argc, char **argv)
 		perror(logp);
 		return 1;
 	}
+	if (keyp && (keyed = seal_load_keys(keyp)) < 0)
+		return 1;
 	sigaction(SIGUSR1, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	lfd = socket(AF_INET, SOCK_STREAM, 0);
@@ -797,7 +938,8 @@ int main(int argc, char **argv)
 		say("listen on port %d: %s", port, strerror(errno));
 		return 1;
 	}
-	say("listening on %d for %s (%s), upstream %d", port, sc->name, sc->what, uport);
+	say("listening on %d for %s (%s), upstream %d%s%s", port, sc->name, sc->what, uport,
+	    keyp ? ", holding the keys of " : "", keyp ? keyp : "");
 	for (;;) {
 		int cfd = accept(lfd, NULL, NULL);
 
@@ -812,7 +954,8 @@ int main(int argc, char **argv)
 		say("connection ended");
 	}
 usage:
-	fprintf(stderr, "usage: hostile -p PORT [-u UPSTREAM_PORT] -s SCENARIO [-a] [-l LOG]\nscenarios:\n");
+	fprintf(stderr, "usage: hostile -p PORT [-u UPSTREAM_PORT] -s SCENARIO [-a] [-l LOG] "
+		"[-k KEYFILE]\n       hostile --selftest\nscenarios:\n");
 	for (i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
 		fprintf(stderr, "  %-16s %s\n", scenarios[i].name, scenarios[i].what);
 	return 2;

@@ -1,5 +1,5 @@
 /* hostile.h: what the hostile proxy's files share (hostile.c,
- * hostile_batch.c): the wire format and the log. */
+ * hostile_batch.c, hostile_seal.c): the wire format and the log. */
 #ifndef HOSTILE_H
 #define HOSTILE_H
 #include <stddef.h>
@@ -29,6 +29,7 @@
 #define OP_RECALL_ACK 30
 #define HF_REPLY 1
 #define HF_SERVER 2
+#define HF_SEALED 8
 /* offsets in a header */
 #define H_LEN 0
 #define H_OP 4
@@ -58,6 +59,19 @@ static inline void put32(uint8_t *p, uint32_t v)
 static inline void put16(uint8_t *p, uint16_t v) { p[0] = v >> 8; p[1] = v; }
 static inline void put64(uint8_t *p, uint64_t v) { put32(p, v >> 32); put32(p + 4, (uint32_t)v); }
 
+/* HELLO (1.3): the body, where its fields are, the features it names */
+#define HELLO_SIZE 112
+#define HE_MINOR 6
+#define HE_FEATURES 8
+#define HE_KEY_LEN 20
+#define HE_MAC 80
+#define KEYNAME_MAX 64
+#define FEAT_AUTH (1ull << 0)
+#define FEAT_SEAL_AES (1ull << 8)
+#define FEAT_SEAL_CHACHA (1ull << 9)
+#define FEAT_SIGN (1ull << 10)
+#define TAG_LEN 16
+
 /* a line in the proxy's log (hostile.c) */
 void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -76,4 +90,62 @@ void batch_refuse(const uint8_t *m, uint8_t *out);
  * (and whether one is the spoiled one again, same seqs) and the lone
  * CREATEs and MKDIRs. */
 void batch_watch(const uint8_t *m, uint32_t len);
+
+/* ---- the proxy as a key holder (hostile_seal.c) ----------------------------
+ * With a key file (-k) the proxy ends protocol 1.3 on both legs: leg a is
+ * the client's connection (the proxy is its server), leg b pohmeld's (the
+ * proxy is its client). Each leg has its own transcript hash, keys and
+ * counters, so what the scenarios do in between arrives as valid records.
+ */
+struct seal_dir {
+	uint8_t key[32];
+	uint64_t ctr;			/* records so far */
+};
+struct seal_leg {
+	int keyed;			/* FEAT_AUTH: the HELLO MACs */
+	int on;				/* an AEAD: every message is a record */
+	int chacha, sign;
+	uint8_t th[32];
+	struct seal_dir tx, rx;
+};
+enum seal_state {
+	SL_OFF,		/* no key file, or a connection without a key: as is */
+	SL_HELLO,	/* waiting for the client's HELLO */
+	SL_REPLY,	/* it named a key we have: waiting for pohmeld's reply */
+	SL_OUT,		/* pohmeld's reply in, the client's not yet out */
+	SL_AUTH,	/* the client's next message is its AUTH */
+	SL_UP,
+};
+struct seal_conn {
+	enum seal_state state;
+	const uint8_t *key;
+	size_t keylen;
+	uint8_t req_a[HDR + HELLO_SIZE + KEYNAME_MAX];	/* as received */
+	uint8_t req_b[HDR + HELLO_SIZE + KEYNAME_MAX];	/* as sent */
+	size_t req_a_len, req_b_len;
+	struct seal_leg a, b;
+};
+/* The keys of @path ("NAME HEX" lines, or one bare HEX: "default");
+ * their number, -1 (and a log line) when the file is unusable. */
+int seal_load_keys(const char *path);
+/* The arithmetic against the protocol's test vectors; 0 when it agrees. */
+int seal_selftest(void);
+/* A connection starts (@keyed: a key file was given). */
+void seal_start(struct seal_conn *s, int keyed);
+/* The handshake, step by step: the client's HELLO as received and as
+ * sent on; pohmeld's reply as received (its mac_s checked, leg b's keys)
+ * and, maybe changed by a scenario, as sent to the client (@m rewritten:
+ * mac_s over leg a's transcript; leg a's keys); the client's AUTH (its
+ * mac_c checked, @m rewritten with leg b's). */
+void seal_hello_in(struct seal_conn *s, const uint8_t *m, size_t n);
+void seal_hello_out(struct seal_conn *s, const uint8_t *m, size_t n);
+void seal_reply_in(struct seal_conn *s, const uint8_t *m, size_t n);
+void seal_reply_out(struct seal_conn *s, uint8_t *m, size_t n);
+void seal_auth(struct seal_conn *s, uint8_t *m, size_t n);
+/* Seal @n bytes of message @m as @l's next record into @out (room for
+ * HDR + n + TAG_LEN); its length. */
+size_t seal_record(struct seal_leg *l, const uint8_t *m, size_t n, uint8_t *out);
+/* Open the record @rec (@n bytes, outer header included) in place as @l's
+ * next one: 0, or -1 when its tag does not verify. */
+int seal_open(struct seal_leg *l, uint8_t *rec, size_t n);
 #endif

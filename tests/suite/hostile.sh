@@ -15,6 +15,13 @@
 #   - the mount unmounts.
 # At the end: no mount of the group left, the module's reference count
 # back where it was, no "Busy inodes" in the kernel log.
+# With a key in use (protocol 1.3: mount 1 names one and /etc/pohmelfs/key
+# exists) a relay could neither see nor change anything, so the proxy
+# holds the key, as a compromised server would (hostile -k, hostile_seal.c):
+# it ends the handshake on both legs and seals what the scenarios send, so
+# the client gets the same lies as valid records; the hostile mounts take
+# mount 1's keyname= and sec=. `hostile --selftest` first checks its crypto
+# against the protocol's test vectors.
 # (The harness fails the run on any BUG/WARNING/Oops/hung task.)
 # Scenarios run in POHMEL_HOSTILE_JOBS workers at once (default 2), each
 # with its own proxy port and mount point; a worker's TAP is relayed when
@@ -33,6 +40,36 @@ fi
 uport=$(awk -v m="$POHMEL_MNT1" '$2 == m && $3 == "pohmel" { if (match($4, /port=[0-9]+/)) print substr($4, RSTART + 5, RLENGTH - 5); exit }' /proc/mounts)
 uport=${uport:-7349}
 rel=${w1#"$POHMEL_MNT1"/}	# the work dir relative to the export root
+
+# a key in use: mount 1's options name it (keyname=, sec=)
+keyfile=/etc/pohmelfs/key
+mopts1=$(awk -v m="$POHMEL_MNT1" '$2 == m && $3 == "pohmel" { print $4; exit }' /proc/mounts)
+hkey=() hmopts=
+case ,$mopts1, in
+*,keyname=*)
+	if [ -r "$keyfile" ]; then
+		hkey=(-k "$keyfile")
+		hmopts=$(tr , '\n' <<<"$mopts1" | grep -E '^(keyname|sec)=' | sed 's/^/,/' | tr -d '\n')
+	fi ;;
+esac
+# its crypto first: a proxy that cannot seal would fail every scenario,
+# each for a reason hard to see
+if st=$("$bin/hostile" --selftest 2>&1); then
+	pass "hostile: the proxy's handshake and records reproduce the protocol 1.3 test vectors"
+else
+	fail "hostile: the proxy's handshake and records reproduce the protocol 1.3 test vectors"
+	diag "$st"
+	if [ ${#hkey[@]} -gt 0 ]; then
+		diag "a key is in use: no scenario can run through this proxy"
+		tap_finish
+		exit
+	fi
+fi
+if [ ${#hkey[@]} -gt 0 ]; then
+	diag "the proxy holds the keys of $keyfile; hostile mounts with ${hmopts#,}"
+elif [ -e "$keyfile" ]; then
+	diag "$keyfile exists but mount 1 uses no key ($mopts1): the proxy relays bytes"
+fi
 
 # class: recover = operations succeed during the attack too
 #        detect  = a protocol error: the affected calls may fail (cleanly),
@@ -125,11 +162,16 @@ inodes() { awk '$1 == "pohmel_inode_cache" { print $2; f = 1 } END { if (!f) pri
 proto_errors() {	# of the mount on $mnt
 	awk -v m="$mnt" '$1 == "device" { on = ($5 == m) } on && $1 == "proto_errors:" { print $2; exit }' /proc/self/mountstats
 }
+# records that failed their tag: a proxy holding the key makes none, so
+# any means its sealing is wrong (not the client)
+seal_failures() {
+	awk -v m="$mnt" '$1 == "device" { on = ($5 == m) } on && $1 == "seal_failures:" { print $2; exit }' /proc/self/mountstats
+}
 
 hpid=
 hstart() {	# SCENARIO PORT [-a]: start the proxy, wait until it listens
 	: >"$hlog"
-	"$bin/hostile" -p "$2" -u "$uport" -s "$1" -l "$hlog" ${3:-} &
+	"$bin/hostile" -p "$2" -u "$uport" -s "$1" -l "$hlog" ${hkey[@]+"${hkey[@]}"} ${3:-} &
 	hpid=$!
 	local i
 	for ((i = 0; i < 100; i++)); do
@@ -225,7 +267,7 @@ batch_checks() {
 }
 
 mount_h() {	# PORT OPTS
-	timeout -k 5 60 mount -t pohmel 127.0.0.1:/ "$mnt" -o "port=$1,$2"
+	timeout -k 5 60 mount -t pohmel 127.0.0.1:/ "$mnt" -o "port=$1,$2$hmopts"
 }
 umount_h() {
 	local name=$1
@@ -370,7 +412,7 @@ scenario() {
 			pass "$name: counted as a protocol error (connection dropped)"
 		else
 			fail "$name: counted as a protocol error (connection dropped)"
-			diag "proto_errors before $pe0 after $pe1" "round: $(echo $r1)"
+			diag "proto_errors before $pe0 after $pe1, seal_failures $(seal_failures)" "round: $(echo $r1)"
 		fi
 	fi
 	if [ "$class" = stall ]; then
@@ -383,7 +425,7 @@ scenario() {
 		pass "$name: afterwards operations succeed, data right"
 	else
 		fail "$name: afterwards operations succeed, data right"
-		diag "$r2"
+		diag "$r2" "seal_failures $(seal_failures)"
 		tail -n 5 "$hlog" | diag "$(cat)"
 	fi
 	umount_h "$name"
