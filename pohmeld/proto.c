@@ -24,11 +24,10 @@ int proto_hdr(const uint8_t *raw, struct whdr *h, uint32_t max_msg)
 
 /*
  * The outer header of a record (1.3): flags POHMEL_HF_SEALED and len,
- * nothing else; 2 * POHMEL_HDR_SIZE + POHMEL_TAG_LEN <= len <= that +
- * max_msg. Unlike any other header's, a record's len counts the outer
- * header itself (len = POHMEL_HDR_SIZE + n + POHMEL_TAG_LEN): n + tag
- * bytes follow it. NULL with *n = the inner message's length, or what
- * is wrong.
+ * nothing else. As in every header, len is the bytes after it: the
+ * inner message (n bytes, a header at least) and the tag, so
+ * POHMEL_HDR_SIZE + POHMEL_TAG_LEN <= len <= that + max_msg. NULL with
+ * *n = the inner message's length, or what is wrong.
  */
 const char *proto_record(const uint8_t *raw, uint32_t max_msg, uint32_t *n)
 {

@@ -149,6 +149,7 @@ struct run {
 	atomic_bool stop;	/* the drainer's */
 	int derr, rerr;		/* the drainer's, the replier's */
 	struct parser p;	/* the peer reader's, until joined */
+	atomic_bool peer_done;	/* it stopped reading */
 	long bytes;		/* ditto: read by the peer */
 };
 
@@ -191,7 +192,8 @@ static void rec_feed(struct run *r, const uint8_t *b, size_t n)
 		take = r->rhave < POHMEL_HDR_SIZE ?
 		       POHMEL_HDR_SIZE - (uint32_t)r->rhave : 0;
 		if (!take) {
-			len = get32(r->rec);
+			/* len: the bytes after the outer header */
+			len = POHMEL_HDR_SIZE + get32(r->rec);
 			if (len < REC_OVERHEAD + HDR ||
 			    len > REC_OVERHEAD + REPLY_MAX) {
 				r->p.bad = true;
@@ -204,9 +206,10 @@ static void rec_feed(struct run *r, const uint8_t *b, size_t n)
 		r->rhave += take;
 		b += take;
 		n -= take;
-		if (r->rhave < POHMEL_HDR_SIZE || r->rhave < get32(r->rec))
+		if (r->rhave < POHMEL_HDR_SIZE ||
+		    r->rhave < POHMEL_HDR_SIZE + get32(r->rec))
 			continue;
-		len = get32(r->rec) - REC_OVERHEAD;
+		len = get32(r->rec) - POHMEL_TAG_LEN;
 		if (rec_open(&r->rx, r->ctr++, false, r->rec, len)) {
 			r->p.bad = true;
 			return;
@@ -247,6 +250,7 @@ static void *peer_reader(void *arg)
 			usleep(50000);
 		}
 	}
+	atomic_store(&r->peer_done, true);
 	return NULL;
 }
 
@@ -276,7 +280,7 @@ static void t_shared_socket(bool sealed)
 		uint32_t len = HDR + (uint32_t)(random() % (PUSH_MAX - HDR));
 		uint8_t *b = frame(len, 0, (uint32_t)i);
 
-		while (queued(r.c) > QUEUE_SOFT)
+		while (queued(r.c) > QUEUE_SOFT && !atomic_load(&r.peer_done))
 			usleep(1000);
 		t = now();
 		err = outbox_push(r.c, b, len);
