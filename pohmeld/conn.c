@@ -259,6 +259,24 @@ static void trim(uint8_t *buf)
 static bool must_queue(struct conn *c, const uint8_t *raw, uint32_t len,
 		       struct order *o);
 
+/*
+ * The client closed after our HELLO reply without sending AUTH: it
+ * could not verify our mac_s (it holds another key under that name, or
+ * the HELLO was changed on the way) or refused what we offered. Only the
+ * server's log can tell an administrator, so it says so and counts it.
+ */
+static void hello_abandoned(struct conn *c)
+{
+	uint8_t b;
+
+	/* only a close: a refused or malformed AUTH was logged already */
+	if (c->hs_refused || recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != 0)
+		return;
+	stats.auth_failures++;
+	log_warn("%s: handshake given up after our HELLO reply (key '%s'): the client could not verify us (another key under that name, or the HELLO changed on the way) or refused what we offered",
+		 c->peer, c->keyname[0] ? c->keyname : "-");
+}
+
 static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 {
 	bool big_rx = false, big_tx = false;
@@ -284,6 +302,8 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 		ret = conn_read_msg(c, rx, tx, &msg, &mlen, &h);
 		if (ret == READ_TIMEOUT)
 			handshake_expired(c);
+		if (ret == 0 && c->state == CONN_HELLO)
+			hello_abandoned(c);
 		if (ret != 1)
 			return;
 		if (h.op != POHMEL_OP_RECALL_ACK && c->state == CONN_AUTHED &&

@@ -245,6 +245,7 @@ int auth_refused(struct conn *c, const char *why, uint8_t *out,
 	};
 
 	stats.auth_failures++;
+	c->hs_refused = true;
 	/* Not rate-limited: each costs its sender a handshake (and the
 	 * connection limits bound how many run at once). */
 	log_warn("%s: authentication refused (key '%s'): %s", c->peer,

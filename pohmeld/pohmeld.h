@@ -355,6 +355,7 @@ struct conn {
 
 	/* The handshake (dispatch.c) and the record layer (conn.c). */
 	char keyname[POHMEL_KEYNAME_MAX + 1];	/* as the client named it */
+	bool hs_refused;		/* auth_refused() said why already */
 	const struct keyent *key;	/* in pol; NULL: unknown name */
 	uint8_t fake_key[32];		/* unknown name: MACs from this */
 	bool v12;			/* a 1.2 client (1.2 handshake) */
