@@ -15,8 +15,8 @@ DEMO_SUITE ?= bookworm
 # get SUITE_ARGS: 4,000 coherence trials of each kind, 40,000 fsx
 # operations, every hostile-server scenario. The kernels between them get
 # SUITE_ARGS_LIGHT (1,000 trials, 15,000 operations) and split the hostile
-# scenarios: the Kth of N light kernels runs every Nth scenario from the
-# Kth, so together they run each once. Full sizes: make check-full.
+# scenarios and the seal group's relay faults: the Kth of N light kernels
+# runs every Nth from the Kth, so together they run each once. Full sizes: make check-full.
 SUITE_ARGS ?= --scale 2 --set POHMEL_READDIR_N=2000 --set POHMEL_FSX_OPS=40000 \
 	--set POHMEL_COHERENCE_TRIALS=4000 --set POHMEL_STRESS_SECONDS=20 \
 	--set POHMEL_TOOLS_TREE=/usr/include/linux
@@ -106,7 +106,7 @@ check-qemu:
 		$(MATRIX_OPTS) $(MATRIX_FULL) -- $(SUITE_ARGS) || m=1; fi; \
 	k=0; n=$(words $(MATRIX_LIGHT)); for s in $(MATRIX_LIGHT); do k=$$((k + 1)); \
 		tests/qemu/matrix --timeout $(MATRIX_TIMEOUT) $(MATRIX_OPTS) $$s -- $(SUITE_ARGS_LIGHT) \
-			--set POHMEL_HOSTILE_PART=$$k/$$n || m=1; done; \
+			--set POHMEL_HOSTILE_PART=$$k/$$n --set POHMEL_SEAL_PART=$$k/$$n || m=1; done; \
 	l=0; tests/lint sparse || l=1; \
 	c=0; $(MAKE) check-powercut || c=1; \
 	p=0; tests/pkg/run-all $(SUITES) || p=1; \

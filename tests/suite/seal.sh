@@ -34,6 +34,7 @@
 #   options  /proc/mounts says sec=seal (the default with a key) and
 #            mountstats' protection line names the cipher
 # Knobs: POHMEL_SEAL_FAULTS (faults, ';' between, see seal_relay.c),
+# POHMEL_SEAL_PART (K/N: the control and every Nth fault from the Kth),
 # POHMEL_SEAL_FILES (3), POHMEL_SEAL_LINES (4), POHMEL_POHMELD (the
 # server binary, default /usr/local/sbin/pohmeld).
 # Usage: seal.sh BIN SCRATCH [local]
@@ -306,9 +307,17 @@ else
 		fail "seal options: mountstats' protection line names the cipher"
 	diag "$prot"
 	IFS=';' read -ra fl <<<"$(tr '\n' ' ' <<<"$faults")"
+	# POHMEL_SEAL_PART=K/N: after the control ("pass"), every Nth fault
+	# from the Kth, so that N kernels together run each once
+	part=${POHMEL_SEAL_PART:-1/1} pk=${part%/*} pn=${part#*/} i=0
 	for f in "${fl[@]}"; do
 		read -r f <<<"$f"	# trimmed
-		[ -z "$f" ] || fault_run "$MS" seal "$f" || break
+		[ -n "$f" ] || continue
+		if [ "$f" != pass ]; then
+			i=$((i + 1))
+			[ $(((i - pk) % pn)) = 0 ] || continue
+		fi
+		fault_run "$MS" seal "$f" || break
 	done
 	umnt "$MS" && pass "seal: the sealed mount unmounts" || fail "seal: the sealed mount unmounts (needed umount -l)"
 	# sec=auth: the inner messages go in clear, the tag still covers them
