@@ -131,7 +131,9 @@ trap cleanup EXIT
 mnt() {
 	mkdir -p "$1"
 	mounts+=("$1")
-	timeout -k 5 60 mount -i -t pohmel -o "port=$2,$3" 127.0.0.1:/ "$1"
+	# -w: mount(8) takes EACCES (a refused key) for a write-protected
+	# device and retries read-only, hiding the error (mount.pohmel too)
+	timeout -k 5 60 mount -i -w -t pohmel -o "port=$2,$3" 127.0.0.1:/ "$1"
 }
 # umnt MNT: unmount, with -f and then -l if it hangs; 1 if it needed -l
 umnt() {
