@@ -238,7 +238,7 @@ static const char *connect_hint(int err)
 		return "server unreachable: check the address and the network";
 	case -ETIMEDOUT:
 		return "no answer in time: check the address, port= and firewalls";
-	case -EACCES:
+	case -EKEYREJECTED:
 		return "authentication refused: client and server must use the same key under the same name (key=, keyname=, or keyfile= through mount.pohmel)";
 	case -EPROTONOSUPPORT:
 	case -EPROTO:
@@ -456,6 +456,13 @@ static int pohmel_fill_super(struct super_block *sb, struct fs_context *fc)
 	c->grants = !o->no_grants && !o->cache_none;
 	c->writeback = o->writeback && c->grants;
 	err = pohmel_conn_start(c);
+	/*
+	 * A refused key: mount(8) takes EACCES for a write-protected device
+	 * ("cannot mount read-only", "is write-protected"); EKEYREJECTED
+	 * says what happened.
+	 */
+	if (err == -EACCES)
+		err = -EKEYREJECTED;
 	if (err) {
 		pr_err("mount %s: %pISpc: %s (error %d)\n", fc->source,
 		       &o->addr, c->why ?: connect_hint(err), err);

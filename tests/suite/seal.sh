@@ -197,7 +197,9 @@ refused() {
 		umount -l "$2"
 	fi
 }
-EACCES='permission denied|EACCES|access'
+# a refused key fails mount(2) with EKEYREJECTED (EACCES would be taken by
+# mount(8) for a write-protected device)
+EACCES='key was rejected|EKEYREJECTED|permission denied|EACCES'
 
 if ! start_server a "$GS/a.conf" "$PA"; then
 	fail "seal: start pohmeld A ($pohmeld -c a.conf, port $PA)"
@@ -494,7 +496,7 @@ umnt "$MA"
 # a wrong key: refused, counted and logged by A
 af0=$(server_stat auth_failures)
 sl0=$(log_mark "$GS/pohmeld-a.log")
-refused "seal keys: a mount with a wrong key for name a fails with EACCES" \
+refused "seal keys: a mount with a wrong key for name a fails with EKEYREJECTED" \
 	"$MX" "$PA" "key=$KX,keyname=a,sec=seal" "$EACCES"
 af1=$(server_stat auth_failures)
 if [ "$af0" -ge 0 ] && [ "$af1" -gt "$af0" ]; then
@@ -526,9 +528,9 @@ else
 	diag "$(cat "$GS/mount.err")"
 fi
 umnt "$MX"
-refused "seal keys: B refuses key b, which its keys=a does not list (EACCES)" \
+refused "seal keys: B refuses key b, which its keys=a does not list (EKEYREJECTED)" \
 	"$MX" "$PB" "key=$KB,keyname=b,sec=seal" "$EACCES"
-refused "seal keys: B (sec=seal) refuses a sec=none mount with key a (EACCES)" \
+refused "seal keys: B (sec=seal) refuses a sec=none mount with key a (EKEYREJECTED)" \
 	"$MX" "$PB" "key=$KA,keyname=a,sec=none" "$EACCES"
 
 if klog_bad >"$GS/klog.bad"; then
