@@ -1,6 +1,7 @@
 /* writeback WB W2 WBMNT EXPORTDIR: objects created locally under a
  * directory write grant (src/wb.c), through a mount with writeback=on and
- * wb_delay=1 at WBMNT; WB is a fresh directory on it, W2 the same one
+ * wb_delay=3 at WBMNT (the local-only steps must finish within it, on a
+ * loaded machine too); WB is a fresh directory on it, W2 the same one
  * through mount 2 (another client), EXPORTDIR the same one in the
  * server's export.
  *   local    mkdir, mknod (file, fifo) and symlink in a directory the
@@ -280,7 +281,7 @@ int main(int argc, char **argv)
 	/* age */
 	tap_check(make(d, 1002) == 0, "writeback: age: one more name, local");
 	snprintf(p, sizeof(p), "%s/n1002", ex);
-	for (i = 0; i < 50 && lstat(p, &st); i++)
+	for (i = 0; i < 100 && lstat(p, &st); i++)	/* wb_delay + a flush */
 		usleep(100000);
 	tap_check(lstat(p, &st) == 0,
 		  "writeback: age: with nothing else sent, it reaches the export by itself");
