@@ -127,8 +127,11 @@ check-powercut:
 		tests/qemu/powercut --suite $$s --cycles $(POWERCUT_CYCLES) || r=1; done; \
 	echo "check-powercut: $$([ $$r = 0 ] && echo passed || echo FAILED)"; [ $$r = 0 ]
 
+# The .debs for one release (pohmeld links that release's libcrypto):
+# make deb DEB_SUITE=bookworm (into $(POHMEL_CACHE)/out).
+DEB_SUITE ?= bullseye
 deb: deps
-	tests/pkg/build-debs
+	tests/pkg/build-debs --suite $(DEB_SUITE)
 
 rpm: deps
 	tests/pkg/build-rpms
