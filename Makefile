@@ -94,16 +94,20 @@ check-host:
 # lintian and rpmlint clean, install/purge them in every release's root).
 MATRIX_TIMEOUT ?= 1800
 MATRIX_JOBS ?= 1
-# The suite runs as users run it: with a key, mount 1 sealed (the
-# default), mount 2 signed only (sec=auth), so every group crosses both
-# kinds of record (the seal group covers sec=none and the faults).
+# The light kernels (bookworm, trixie) run the suite as users run it:
+# with a key, mount 1 sealed (the default), mount 2 signed only
+# (sec=auth), so every group crosses both kinds of record. The oldest and
+# newest run it keyless at the full sizes, where sealing under TCG would
+# cost the most time; every kernel runs the seal group (its own keyed
+# servers: faults, refusals, sec=none) and the packaging tier mounts
+# sealed by default. make check-full: the same.
 MATRIX_OPTS ?= --key --mount2-opts "-o sec=auth"
 MATRIX_FULL := $(filter-out $(SUITES_LIGHT),$(SUITES))
 MATRIX_LIGHT := $(filter $(SUITES_LIGHT),$(SUITES))
 check-qemu:
 	@m=0; \
 	if [ -n "$(MATRIX_FULL)" ]; then tests/qemu/matrix --timeout $(MATRIX_TIMEOUT) --jobs $(MATRIX_JOBS) \
-		$(MATRIX_OPTS) $(MATRIX_FULL) -- $(SUITE_ARGS) || m=1; fi; \
+		$(MATRIX_FULL) -- $(SUITE_ARGS) || m=1; fi; \
 	k=0; n=$(words $(MATRIX_LIGHT)); for s in $(MATRIX_LIGHT); do k=$$((k + 1)); \
 		tests/qemu/matrix --timeout $(MATRIX_TIMEOUT) $(MATRIX_OPTS) $$s -- $(SUITE_ARGS_LIGHT) \
 			--set POHMEL_HOSTILE_PART=$$k/$$n --set POHMEL_SEAL_PART=$$k/$$n || m=1; done; \
