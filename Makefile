@@ -69,7 +69,8 @@ check: deps
 # resolving an issue.
 check-full: deps
 	$(MAKE) check-host
-	$(MAKE) check-qemu SUITES_LIGHT= MATRIX_JOBS=2 POWERCUT_CYCLES=50
+	$(MAKE) check-qemu SUITES_LIGHT= MATRIX_JOBS=2 POWERCUT_CYCLES=50 \
+		MATRIX_FULL_OPTS='$(MATRIX_OPTS)'
 
 check-scale: deps
 	$(MAKE) check-qemu SUITE_ARGS="$(SUITE_ARGS_SCALE)" SUITES_LIGHT= \
@@ -100,14 +101,15 @@ MATRIX_JOBS ?= 1
 # newest run it keyless at the full sizes, where sealing under TCG would
 # cost the most time; every kernel runs the seal group (its own keyed
 # servers: faults, refusals, sec=none) and the packaging tier mounts
-# sealed by default. make check-full: the same.
+# sealed by default. make check-full runs every kernel keyed.
 MATRIX_OPTS ?= --key --mount2-opts "-o sec=auth"
+MATRIX_FULL_OPTS ?=
 MATRIX_FULL := $(filter-out $(SUITES_LIGHT),$(SUITES))
 MATRIX_LIGHT := $(filter $(SUITES_LIGHT),$(SUITES))
 check-qemu:
 	@m=0; \
 	if [ -n "$(MATRIX_FULL)" ]; then tests/qemu/matrix --timeout $(MATRIX_TIMEOUT) --jobs $(MATRIX_JOBS) \
-		$(MATRIX_FULL) -- $(SUITE_ARGS) || m=1; fi; \
+		$(MATRIX_FULL_OPTS) $(MATRIX_FULL) -- $(SUITE_ARGS) || m=1; fi; \
 	k=0; n=$(words $(MATRIX_LIGHT)); for s in $(MATRIX_LIGHT); do k=$$((k + 1)); \
 		tests/qemu/matrix --timeout $(MATRIX_TIMEOUT) $(MATRIX_OPTS) $$s -- $(SUITE_ARGS_LIGHT) \
 			--set POHMEL_HOSTILE_PART=$$k/$$n --set POHMEL_SEAL_PART=$$k/$$n || m=1; done; \
