@@ -21,7 +21,12 @@
 #include "compat.h"
 #include "conn.h"
 
-#define POHMEL_CONNECT_TIMEO	(10 * HZ)
+/*
+ * Connecting and the handshake wait timeo (the mount's, default 60 s),
+ * but never less than this: a server busy for a few seconds (a loaded
+ * machine, a long fsync) must not fail a mount that would have worked.
+ */
+#define POHMEL_CONNECT_TIMEO_MIN	(10 * HZ)
 #define POHMEL_BACKOFF_MIN	(HZ / 10)
 #define POHMEL_BACKOFF_MAX	(5 * HZ)
 /*
@@ -384,8 +389,8 @@ static int connect_once(struct pohmel_conn *c, struct socket **sockp,
 		return err;
 	sock->sk->sk_allocation = GFP_NOFS;
 	pohmel_sk_no_task_frag(sock->sk);
-	sock->sk->sk_sndtimeo = POHMEL_CONNECT_TIMEO;
-	sock->sk->sk_rcvtimeo = POHMEL_CONNECT_TIMEO;
+	sock->sk->sk_sndtimeo = max_t(long, c->timeo, POHMEL_CONNECT_TIMEO_MIN);
+	sock->sk->sk_rcvtimeo = sock->sk->sk_sndtimeo;
 	tcp_sock_set_nodelay(sock->sk);
 	sock_set_keepalive(sock->sk);
 	tcp_sock_set_keepidle(sock->sk, 30);

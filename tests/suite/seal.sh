@@ -77,6 +77,7 @@ cat >"$GS/a.conf" <<EOF
 port $PA
 key-file $GS/keys-a
 state-dir $GS/state-a
+handshake-timeout 30
 export / $EA rw no_root_squash sec=none
 EOF
 cat >"$GS/b.conf" <<EOF
@@ -370,6 +371,33 @@ for what in features bootgen; do
 	fi
 	relay_stop
 done
+
+# ---- a slow server: the handshake waits timeo (at least 10 s) -----------
+# The HELLO reply held 12 s (A's handshake-timeout is 30 s): a mount with
+# the default timeo (60) waits for it; one with soft,timeo=11 gives up.
+name="seal hello-slow"
+hl=$GS/relay-hello-slow.log
+if ! relay_start "$hl" -f "hello-slow 12"; then
+	fail "$name: start seal_relay"
+else
+	t0=$(date +%s)
+	if mnt "$MH" "$RP" "key=$KA,keyname=a,sec=seal" >"$GS/mount.err" 2>&1; then
+		pass "$name: a mount whose HELLO reply comes after 12 s succeeds (timeo 60, $(($(date +%s) - t0)) s)"
+		rw_ok "$MH" slow-hello && pass "$name: ... and works" ||
+			fail "$name: ... and works"
+		umnt "$MH"
+	else
+		fail "$name: a mount whose HELLO reply comes after 12 s succeeds (timeo 60, $(($(date +%s) - t0)) s)"
+		{ cat "$GS/mount.err"; dmesg | tail -n 3; } | diag "$(cat)"
+	fi
+	grep -q '^relay: fault: hello-slow' "$hl" &&
+		pass "$name: the relay held the reply" ||
+		fail "$name: the relay held the reply"
+	refused "$name: with soft,timeo=11 the mount gives up" \
+		"$MH" "$RP" "key=$KA,keyname=a,sec=seal,soft,timeo=11" \
+		'timed out|no answer in time|ETIMEDOUT'
+	relay_stop
+fi
 
 # ---- wire: what a capture of each protection level shows ------------------
 MC=$GS/m-cap

@@ -20,7 +20,7 @@ static const char *const mode_names[] = {
 	[M_PASS] = "pass", [M_FLIP] = "flip", [M_TRUNCATE] = "truncate",
 	[M_DROP] = "drop", [M_REORDER] = "reorder", [M_REPLAY] = "replay",
 	[M_INJECT] = "inject", [M_HELLO_FEATURES] = "hello-features",
-	[M_HELLO_BOOTGEN] = "hello-bootgen",
+	[M_HELLO_BOOTGEN] = "hello-bootgen", [M_HELLO_SLOW] = "hello-slow",
 };
 
 static struct fault cur;
@@ -29,7 +29,8 @@ static unsigned long count[2];
 
 static bool is_hello_mode(enum mode m)
 {
-	return m == M_HELLO_FEATURES || m == M_HELLO_BOOTGEN;
+	return m == M_HELLO_FEATURES || m == M_HELLO_BOOTGEN ||
+	       m == M_HELLO_SLOW;
 }
 
 /* "MODE [c2s|s2c] [N] [hdr|hdr:K|body|last]", blanks or commas between */
@@ -100,7 +101,9 @@ void fault_describe(const struct fault *ft, char *buf, size_t len)
 {
 	static const char *const wn[] = { "hdr", "body", "last" };
 
-	if (ft->mode == M_PASS || is_hello_mode(ft->mode))
+	if (ft->mode == M_HELLO_SLOW)
+		snprintf(buf, len, "%s %lu", mode_names[ft->mode], ft->n);
+	else if (ft->mode == M_PASS || is_hello_mode(ft->mode))
 		snprintf(buf, len, "%s", mode_names[ft->mode]);
 	else if (ft->mode == M_FLIP && ft->where == W_HDR)
 		snprintf(buf, len, "flip %s %lu hdr:%u", dir_name(ft->dir),
@@ -266,8 +269,15 @@ bool fault_message(struct flow *f, unsigned char *msg, size_t len)
 	unsigned long idx = f->idx++;
 
 	if (idx == 0) {
-		if (f->dir == C2S && armed && is_hello_mode(cur.mode))
+		if (f->dir == S2C && armed && cur.mode == M_HELLO_SLOW) {
+			/* the whole relay waits: one connection at a time */
+			say("fault: hello-slow: the HELLO reply of connection %d held %lu s",
+			    f->conn, cur.n);
+			sleep((unsigned int)cur.n);
+		} else if (f->dir == C2S && armed && is_hello_mode(cur.mode) &&
+			   cur.mode != M_HELLO_SLOW) {
 			tamper_hello(f, msg, len);
+		}
 		emit(f, msg, len);
 		return false;
 	}

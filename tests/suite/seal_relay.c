@@ -21,6 +21,8 @@
  *   hello-features  every connection: flip bit 8 (the AES-GCM offer) of
  *                   features in the client's HELLO request
  *   hello-bootgen   every connection: flip bit 0 of its boot_gen
+ *   hello-slow N    every connection: hold the server's HELLO reply N
+ *                   seconds (the whole relay waits meanwhile)
  * A fault counts messages over all connections from when it is armed and
  * fires once, so the client's reconnect goes through; the HELLO faults
  * apply to every connection. Armed at start, or with -A at each SIGUSR1
@@ -385,7 +387,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: seal_relay -l LPORT -s SPORT [-f FAULT] [-A] [-C CTLFILE] [-c CAPTURE]\n"
 		"  FAULT: pass | flip | truncate | drop | reorder | replay | inject\n"
-		"         [c2s|s2c] [N] [hdr|hdr:K|body|last]; or hello-features | hello-bootgen\n"
+		"         [c2s|s2c] [N] [hdr|hdr:K|body|last]; or hello-features | hello-bootgen | hello-slow N\n"
 		"  -A: armed by SIGUSR1 only; -C: the fault read from CTLFILE at each SIGUSR1\n");
 	exit(2);
 }
