@@ -11,14 +11,16 @@ fail() { tap_line "not ok" "$1"; T_FAIL=$((T_FAIL + 1)); }
 skip() { tap_line ok "$1" " # SKIP $2"; T_SKIP=$((T_SKIP + 1)); }
 diag() { printf '%s\n' "$@" | sed 's/^/#   /'; }
 
-# check NAME CMD...: ok if CMD exits 0; else not ok with the end of its output
+# check NAME CMD...: ok if CMD exits 0; else not ok with the end of its
+# output. A check that took 10 s or more says so (where a group's time goes).
 check() {
-	local name=$1 rc
+	local name=$1 rc t0=$SECONDS
 	shift
 	"$@" >"$T_LOG" 2>&1
 	rc=$?
 	if [ "$rc" = 0 ]; then
 		pass "$name"
+		[ $((SECONDS - t0)) -lt 10 ] || diag "took $((SECONDS - t0)) s"
 	else
 		fail "$name"
 		diag "exit status $rc: $*"
