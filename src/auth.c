@@ -20,6 +20,22 @@ static struct crypto_shash *alloc_shash(const char *name)
 	return tfm;
 }
 
+/* out = the digest of @tfm (keyed already, if it takes a key) over a || b */
+static int digest2(struct crypto_shash *tfm, const void *a, size_t alen,
+		   const void *b, size_t blen, u8 *out)
+{
+	SHASH_DESC_ON_STACK(desc, tfm);
+	int err;
+
+	desc->tfm = tfm;
+	err = crypto_shash_init(desc) ?:
+	      crypto_shash_update(desc, a, alen) ?:
+	      crypto_shash_update(desc, b, blen) ?:
+	      crypto_shash_final(desc, out);
+	shash_desc_zero(desc);
+	return err;
+}
+
 /* out = SHA-256(a || b) */
 int pohmel_sha256_2(const void *a, size_t alen, const void *b, size_t blen,
 		    u8 out[POHMEL_HASH_LEN])
@@ -29,16 +45,7 @@ int pohmel_sha256_2(const void *a, size_t alen, const void *b, size_t blen,
 
 	if (IS_ERR(tfm))
 		return PTR_ERR(tfm);
-	{
-		SHASH_DESC_ON_STACK(desc, tfm);
-
-		desc->tfm = tfm;
-		err = crypto_shash_init(desc) ?:
-		      crypto_shash_update(desc, a, alen) ?:
-		      crypto_shash_update(desc, b, blen) ?:
-		      crypto_shash_final(desc, out);
-		shash_desc_zero(desc);
-	}
+	err = digest2(tfm, a, alen, b, blen, out);
 	crypto_free_shash(tfm);
 	return err;
 }
@@ -48,21 +55,8 @@ static int hmac2(struct crypto_shash *tfm, const u8 *key, unsigned int keylen,
 		 const void *a, size_t alen, const void *b, size_t blen,
 		 u8 *out)
 {
-	int err = crypto_shash_setkey(tfm, key, keylen);
-
-	if (err)
-		return err;
-	{
-		SHASH_DESC_ON_STACK(desc, tfm);
-
-		desc->tfm = tfm;
-		err = crypto_shash_init(desc) ?:
-		      crypto_shash_update(desc, a, alen) ?:
-		      crypto_shash_update(desc, b, blen) ?:
-		      crypto_shash_final(desc, out);
-		shash_desc_zero(desc);
-	}
-	return err;
+	return crypto_shash_setkey(tfm, key, keylen) ?:
+	       digest2(tfm, a, alen, b, blen, out);
 }
 
 /* mac = HMAC-SHA256(K, label || TH); label is "pohmel-s" or "pohmel-c" */

@@ -185,21 +185,27 @@ static inline long proc_status(pid_t pid, const char *key)
 	return v;
 }
 
-/* Does base/NAME.log (server NAME's log) have a line containing TEXT? */
-static inline bool server_log_has(const char *name, const char *text)
+/* Lines of base/NAME.log (server NAME's log) containing TEXT. */
+static inline int log_count(const char *name, const char *text)
 {
-	char path[512], line[1024];
-	bool found = false;
+	char path[512], line[2048];
+	int n = 0;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/%s.log", base, name);
 	f = fopen(path, "re");
 	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, text) != NULL;
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, text) != NULL;
 	fclose(f);
-	return found;
+	return n;
+}
+
+/* Does base/NAME.log have a line containing TEXT? */
+static inline bool server_log_has(const char *name, const char *text)
+{
+	return log_count(name, text) > 0;
 }
 
 /* rm -rf base; 0 on success. */

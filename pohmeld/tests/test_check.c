@@ -244,23 +244,6 @@ static void check_n(void)
 	      "port without socket activation: no warning (got '%s')", out);
 }
 
-/* Lines of base/NAME.log containing text. */
-static int log_count(const char *name, const char *text)
-{
-	char path[512], line[2048];
-	int n = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s.log", base, name);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		n += strstr(line, text) != NULL;
-	fclose(f);
-	return n;
-}
-
 /* Write conf as the server's file, SIGHUP, wait for the outcome's log
  * line (the n-th of its kind): true if it came. */
 static bool hup(struct srvproc *s, const char *conf, const char *outcome,

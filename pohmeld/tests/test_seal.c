@@ -563,22 +563,6 @@ static void write_keys(const char *text)
 	rename(tmp, kpath);
 }
 
-static int log_count(const char *name, const char *text)
-{
-	char path[512], line[1024];
-	int n = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s.log", base, name);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		n += strstr(line, text) != NULL;
-	fclose(f);
-	return n;
-}
-
 static void t_revoke(void)
 {
 	struct pc a, b, c;
