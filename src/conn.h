@@ -129,6 +129,7 @@ struct pohmel_session {
 	char keyname[POHMEL_KEYNAME_MAX + 1];
 	unsigned int keyname_len;
 	enum pohmel_sec sec;		/* what the mount requires */
+	u64 ciphers;			/* cipher=: AEADs it may offer */
 	u8 root_attr[POHMEL_ATTR_SIZE];	/* wire copy from the AUTH reply */
 };
 

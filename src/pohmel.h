@@ -37,6 +37,7 @@ struct pohmel_mount_opts {
 	unsigned int keylen;
 	char keyname[POHMEL_KEYNAME_MAX + 1];	/* keyname=, or "default" */
 	int sec;			/* sec=: enum pohmel_sec, -1 unset */
+	u64 ciphers;			/* cipher=: feature bits, 0 any */
 	bool keyfile;			/* keyfile= seen (mount.pohmel's) */
 	bool soft;
 	bool cache_none;

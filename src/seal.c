@@ -65,16 +65,22 @@ static bool has_aead(u64 feature)
 			      CRYPTO_ALG_TYPE_MASK);
 }
 
-/* The AEADs this kernel has, as feature bits to offer at HELLO. */
-u64 pohmel_seal_offer(enum pohmel_sec sec)
+/*
+ * The AEADs this kernel has, among @ciphers (cipher=; POHMEL_CIPHER_ANY:
+ * all), as feature bits to offer at HELLO.
+ */
+u64 pohmel_seal_offer(enum pohmel_sec sec, u64 ciphers)
 {
 	u64 f = 0;
 
 	if (sec == POHMEL_SEC_NONE)
 		return 0;
-	if (has_aead(POHMEL_FEAT_SEAL_AES))
+	if (ciphers == POHMEL_CIPHER_ANY)
+		ciphers = POHMEL_FEAT_AEAD;
+	if ((ciphers & POHMEL_FEAT_SEAL_AES) && has_aead(POHMEL_FEAT_SEAL_AES))
 		f |= POHMEL_FEAT_SEAL_AES;
-	if (has_aead(POHMEL_FEAT_SEAL_CHACHA))
+	if ((ciphers & POHMEL_FEAT_SEAL_CHACHA) &&
+	    has_aead(POHMEL_FEAT_SEAL_CHACHA))
 		f |= POHMEL_FEAT_SEAL_CHACHA;
 	if (f && sec == POHMEL_SEC_AUTH)
 		f |= POHMEL_FEAT_SIGN;

@@ -34,7 +34,10 @@ int pohmel_hs_keys(const u8 *key, unsigned int keylen,
 /* seal.c */
 struct pohmel_seal;
 
-u64 pohmel_seal_offer(enum pohmel_sec sec);
+/* cipher=: which AEADs a mount may offer (feature bits; 0: any) */
+#define POHMEL_CIPHER_ANY	0
+
+u64 pohmel_seal_offer(enum pohmel_sec sec, u64 ciphers);
 const char *pohmel_seal_name(u64 features);
 struct pohmel_seal *pohmel_seal_new(u64 features, const u8 k_tx[32],
 				    const u8 k_rx[32], u32 max_msg);

@@ -178,7 +178,11 @@ int pohmel_session_handshake(struct pohmel_conn *c, struct socket *sock,
 
 	*sealp = NULL;
 	if (s->keylen) {
-		want |= POHMEL_FEAT_AUTH | pohmel_seal_offer(s->sec);
+		want |= POHMEL_FEAT_AUTH | pohmel_seal_offer(s->sec, s->ciphers);
+		if (s->sec != POHMEL_SEC_NONE && !(want & POHMEL_FEAT_AEAD) &&
+		    s->ciphers != POHMEL_CIPHER_ANY)
+			return why(c, -ENOPKG,
+				   "this kernel lacks the AEAD cipher= asks for (gcm(aes): CONFIG_CRYPTO_GCM; rfc7539(chacha20,poly1305): CONFIG_CRYPTO_CHACHA20POLY1305)");
 		if (s->sec != POHMEL_SEC_NONE && !(want & POHMEL_FEAT_AEAD))
 			return why(c, -ENOPKG,
 				   "this kernel has neither gcm(aes) nor rfc7539(chacha20,poly1305): enable CONFIG_CRYPTO_GCM or CONFIG_CRYPTO_CHACHA20POLY1305, or mount with sec=none");

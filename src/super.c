@@ -29,7 +29,7 @@
 enum {
 	OPT_PORT, OPT_KEY, OPT_KEYFILE, OPT_SOFT, OPT_HARD, OPT_TIMEO,
 	OPT_CACHE, OPT_RSIZE, OPT_WSIZE, OPT_GRANTS, OPT_WRITEBACK,
-	OPT_WB_DELAY, OPT_KEYNAME, OPT_SEC,
+	OPT_WB_DELAY, OPT_KEYNAME, OPT_SEC, OPT_CIPHER,
 };
 
 enum { CACHE_STRICT, CACHE_NONE };
@@ -60,12 +60,21 @@ static const char * const sec_names[] = {
 	[POHMEL_SEC_SEAL] = "seal",
 };
 
+/* cipher=: the names mountstats shows; "any" lets the server choose */
+static const struct constant_table pohmel_ciphers[] = {
+	{ "any",		POHMEL_CIPHER_ANY },
+	{ "aes-256-gcm",	POHMEL_FEAT_SEAL_AES },
+	{ "chacha20-poly1305",	POHMEL_FEAT_SEAL_CHACHA },
+	{}
+};
+
 static const struct fs_parameter_spec pohmel_params[] = {
 	fsparam_u32("port", OPT_PORT),
 	fsparam_string("key", OPT_KEY),
 	fsparam_string("keyfile", OPT_KEYFILE),
 	fsparam_string("keyname", OPT_KEYNAME),
 	fsparam_enum("sec", OPT_SEC, pohmel_sec_modes),
+	fsparam_enum("cipher", OPT_CIPHER, pohmel_ciphers),
 	fsparam_flag("soft", OPT_SOFT),
 	fsparam_flag("hard", OPT_HARD),
 	fsparam_u32("timeo", OPT_TIMEO),
@@ -136,6 +145,9 @@ static int pohmel_parse_param(struct fs_context *fc,
 		return parse_keyname(fc, o, param->string);
 	case OPT_SEC:
 		o->sec = r.uint_32;
+		break;
+	case OPT_CIPHER:
+		o->ciphers = r.uint_32;
 		break;
 	case OPT_SOFT:
 		o->soft = true;
@@ -327,6 +339,10 @@ static int pohmel_show_options(struct seq_file *m, struct dentry *root)
 	if (o->keylen)
 		seq_printf(m, ",keyname=%s,sec=%s", o->keyname,
 			   sec_names[o->sec]);
+	if (o->keylen && o->ciphers == POHMEL_FEAT_SEAL_AES)
+		seq_puts(m, ",cipher=aes-256-gcm");
+	else if (o->keylen && o->ciphers == POHMEL_FEAT_SEAL_CHACHA)
+		seq_puts(m, ",cipher=chacha20-poly1305");
 	else
 		seq_puts(m, ",sec=none");
 	return 0;
@@ -450,6 +466,7 @@ static int pohmel_fill_super(struct super_block *sb, struct fs_context *fc)
 	c->sess.keyname_len = strscpy(c->sess.keyname, o->keyname,
 				      sizeof(c->sess.keyname));
 	c->sess.sec = o->sec;
+	c->sess.ciphers = o->ciphers;
 	c->ops = &pohmel_conn_ops;
 	c->priv = sbi;
 	/* cache=none caches nothing, so it has nothing to hold grants for */
@@ -515,6 +532,8 @@ static int pohmel_get_tree(struct fs_context *fc)
 		return invalf(fc,
 			      "pohmel: sec=%s needs a key (key=, or keyfile= through mount.pohmel)",
 			      sec_names[o->sec]);
+	if (o->ciphers != POHMEL_CIPHER_ANY && o->sec == POHMEL_SEC_NONE)
+		return invalf(fc, "pohmel: cipher= needs sec=seal or sec=auth");
 	if (!o->keyname[0])
 		strscpy(o->keyname, "default", sizeof(o->keyname));
 	err = parse_source(fc, &sbi->opts);

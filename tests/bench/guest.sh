@@ -31,6 +31,7 @@ REPS=${BENCH_REPS:-3}
 DELAYS=${BENCH_DELAYS:-0.2 0}		# added round-trip times on lo, ms
 FSLIST=${BENCH_FS:-ext4 tmpfs pohmel-none pohmel-auth pohmel-seal nfs4 nfs3 smb3 9p}
 # pohmelfs is measured per protection: pohmel-none, pohmel-auth, pohmel-seal
+# (and pohmel-chacha: sec=seal with cipher=chacha20-poly1305)
 # remount the harness's two mounts with -o sec=none|auth|seal (through
 # mount.pohmel and the harness's key, tests/qemu/run --key). "pohmel" (the
 # harness's default mounts: sealed, as a key makes them) is an alias of
@@ -288,12 +289,15 @@ pohmel_remount() {
 # mount's protection, as its mountstats shows it, printed (BENCH-PROT) and
 # checked against SEC. Returns 1 with $WHY.
 POHMEL_SEC=	# what the harness mount points have now ("" = the harness's own mounts)
+# With CIPHER (pohmel-chacha): -o sec=SEC,cipher=CIPHER, and the protection
+# line must name CIPHER.
 pohmel_mount() {
-	local sec=$1 mp prot
-	log "pohmelfs: remounting $POHMEL_MNT1 and $POHMEL_MNT2 with -o sec=$sec"
+	local sec=$1 ci=${2:-} mp prot fs=pohmel-${3:-$1}
+	local o="sec=$sec${ci:+,cipher=$ci}"
+	log "pohmelfs: remounting $POHMEL_MNT1 and $POHMEL_MNT2 with -o $o"
 	POHMEL_SEC=$sec
 	for mp in "$POHMEL_MNT2" "$POHMEL_MNT1"; do
-		pohmel_remount "$mp" "sec=$sec" || return 1
+		pohmel_remount "$mp" "$o" || return 1
 	done
 	if [ "$(stat -c %d "$POHMEL_MNT1")" = "$(stat -c %d "$POHMEL_MNT2")" ]; then
 		WHY="sec=$sec: $POHMEL_MNT1 and $POHMEL_MNT2 share a superblock (not two clients)"
@@ -301,8 +305,12 @@ pohmel_mount() {
 	fi
 	for mp in "$POHMEL_MNT1" "$POHMEL_MNT2"; do
 		prot=$(prot_of "$mp")
-		printf 'BENCH-PROT {"fs":"pohmel-%s","delay":"%s","rep":%s,"mnt":"%s","sec":"%s","protection":"%s"}\n' \
-			"$sec" "$DELAY" "$rep" "$mp" "$sec" "$(jstr "$prot")"
+		printf 'BENCH-PROT {"fs":"%s","delay":"%s","rep":%s,"mnt":"%s","sec":"%s","protection":"%s"}\n' \
+			"$fs" "$DELAY" "$rep" "$mp" "$sec" "$(jstr "$prot")"
+		if [ -n "$ci" ] && [[ $prot != *" $ci"* ]]; then
+			WHY="mounted with -o $o, but $mp's protection is '$prot'"
+			return 1
+		fi
 		case $sec:$prot in
 		"seal:seal "* | "auth:auth "* | "none:none (key checked at connect)"*) ;;
 		*)	WHY="mounted with -o sec=$sec, but $mp's protection is '${prot:-(no protection line in /proc/self/mountstats)}' (no key? see /etc/pohmelfs/key, tests/qemu/run --key)"
@@ -391,10 +399,14 @@ fs_up() {
 			mount -t 9p -o "$o" 127.0.0.1 /mnt/bench-b >>"$OUT" 2>&1 ||
 			{ WHY="mount -t 9p -o $o: $(tail -n 3 "$OUT") $(tail -n 3 /var/tmp/diod.log)"; return 1; }
 		D1=/mnt/bench-a; D2=/mnt/bench-b ;;
-	pohmel-none|pohmel-auth|pohmel-seal)
+	pohmel-none|pohmel-auth|pohmel-seal|pohmel-chacha)
 		[ -z "$POHMEL_FAIL" ] || { WHY=$POHMEL_FAIL; return 1; }
 		[ -n "${POHMEL_MNT1:-}" ] || { WHY="not mounted by the harness"; return 1; }
-		pohmel_mount "${1#pohmel-}" || return 1
+		if [ "$1" = pohmel-chacha ]; then
+			pohmel_mount seal chacha20-poly1305 chacha || return 1
+		else
+			pohmel_mount "${1#pohmel-}" || return 1
+		fi
 		D1=$POHMEL_MNT1/bench; D2=$POHMEL_MNT2/bench
 		mkdir -p "$D1" >"$OUT" 2>&1 || { WHY="mkdir on the mount: $(tail -n 3 "$OUT")"; return 1; }
 		;;

@@ -20,16 +20,18 @@ import statistics
 import sys
 
 FS_ORDER = ["ext4", "tmpfs", "pohmel", "pohmel-none", "pohmel-auth",
-            "pohmel-seal", "nfs3", "nfs4", "smb3", "9p"]
+            "pohmel-seal", "pohmel-chacha", "nfs3", "nfs4", "smb3", "9p"]
 FS_LABEL = {"ext4": "ext4 (local)", "tmpfs": "tmpfs", "nfs3": "NFSv3 async",
             "nfs4": "NFSv4.2", "smb3": "SMB3 (Samba)", "9p": "9p (diod)",
             "pohmel": "pohmelfs",
             "pohmel-none": "pohmelfs (sec=none)",
             "pohmel-auth": "pohmelfs (sec=auth)",
-            "pohmel-seal": "pohmelfs (sec=seal)"}
+            "pohmel-seal": "pohmelfs (sec=seal)",
+            "pohmel-chacha": "pohmelfs (sec=seal, ChaCha20-Poly1305)"}
 # pohmelfs's columns: "pohmel" (older logs: the harness's default mounts,
 # without a key) and one per protection (guest.sh's pohmel-SEC).
-POHMEL = ("pohmel", "pohmel-none", "pohmel-auth", "pohmel-seal")
+POHMEL = ("pohmel", "pohmel-none", "pohmel-auth", "pohmel-seal",
+          "pohmel-chacha")
 # The column the targets are checked on: the default deployment
 # (sealed, with a key) when it was measured.
 TARGET_FS = ("pohmel-seal", "pohmel", "pohmel-auth", "pohmel-none")
@@ -240,7 +242,7 @@ def cost_rows(idx, delays):
     for wl in WL_ORDER:
         for d in delays:
             n = idx.get((d, "pohmel-none", wl))
-            for sec in ("auth", "seal"):
+            for sec in ("auth", "seal", "chacha"):
                 x = idx.get((d, "pohmel-" + sec, wl))
                 if n is None and x is None:
                     continue
@@ -269,13 +271,16 @@ def cost_markdown(guest, idx, delays):
     if not rows:
         return []
     by = {(r["wl"], r["delay"], r["sec"]): r for r in rows}
-    cols = [(d, sec) for d in delays for sec in ("auth", "seal")]
-    L = ["#### Cost of protection: pohmelfs sec=auth and sec=seal against sec=none", "",
+    cols = [(d, sec) for d in delays for sec in ("auth", "seal", "chacha")
+            if any(r["delay"] == d and r["sec"] == sec for r in rows)]
+    L = ["#### Cost of protection: pohmelfs sec=auth and sec=seal against sec=none",
+         "",
          "Same run, same workloads: sequential transfers as throughput in % "
          "of sec=none's (its median time / this one's; below 100% is slower), "
          "everything else as wall time × sec=none's (above 1 is slower). "
          "auth signs every message (integrity only), seal encrypts and signs "
-         "it (AES-256-GCM); none checks the key at connect only. Under TCG "
+         "it (AES-256-GCM; chacha: ChaCha20-Poly1305); none checks the key at "
+         "connect only. Under TCG "
          "the guest's AES and carry-less multiply instructions are emulated "
          "too, so these costs need not be those of real hardware; the spread "
          "of each median is in the wall-time tables. † some repetitions of "
