@@ -135,6 +135,9 @@ static int send_req(struct pohmel_conn *c, struct pohmel_req *req)
 	h->tag = cpu_to_be32(req->tag);
 	h->seq = cpu_to_be64(req->seq);
 	err = pohmel_seal_send(c->seal, c->sock, req->sbuf, req->slen);
+	if (err == -EKEYEXPIRED)
+		pr_info_ratelimited("%pISpc: keys used up on this connection: reconnecting for new ones\n",
+				    &c->addr);
 	if (err) {
 		/* the stream is now unframed: let the thread start over */
 		kernel_sock_shutdown(c->sock, SHUT_RDWR);

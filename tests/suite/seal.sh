@@ -429,7 +429,7 @@ for sc in "seal chacha20-poly1305" "auth chacha20-poly1305" "seal aes-256-gcm"; 
 	umnt "$MX" || fail "$name: unmounts (needed umount -l)"
 done
 # ---- keys used up: a connection's records are bounded (seal_msgs_max) ---
-# The module's limit (2^32 records per direction) lowered to 40: the
+# The module's limit (2^32 records per direction) lowered to 16: the
 # client reconnects for new keys again and again, and nothing is lost.
 pm=/sys/module/pohmelfs/parameters/seal_msgs_max
 name="seal rekey"
@@ -440,9 +440,9 @@ elif ! mnt "$MX" "$PA" "key=$KA,keyname=a,sec=seal" >"$GS/mount.err" 2>&1; then
 	diag "$(cat "$GS/mount.err")"
 else
 	pm0=$(cat "$pm") r0=$(mstat "$MX" reconnects) sf0=$(mstat "$MX" seal_failures)
-	echo 40 >"$pm"
+	echo 16 >"$pm"
 	ok=1
-	for i in 1 2 3 4 5 6; do
+	for i in 1 2 3 4 5 6 7 8 9 10; do
 		head -c 65536 /dev/urandom >"$GS/rk.src"
 		timeout -k 5 60 cp "$GS/rk.src" "$MX/rk$i" &&
 			timeout -k 5 60 sync -f "$MX" && cmp -s "$GS/rk.src" "$EA/rk$i" &&
@@ -451,9 +451,9 @@ else
 	done
 	echo "$pm0" >"$pm"
 	r1=$(mstat "$MX" reconnects) sf1=$(mstat "$MX" seal_failures)
-	[ "$ok" = 1 ] && [ "$(ls "$EA" | grep -c '^rk[0-9]\.done$')" = 6 ] &&
-		pass "$name: 6 files written, renamed and read back across new keys: the same bytes in the export" ||
-		fail "$name: 6 files written, renamed and read back across new keys: the same bytes in the export"
+	[ "$ok" = 1 ] && [ "$(ls "$EA" | grep -c '^rk[0-9]*\.done$')" = 10 ] &&
+		pass "$name: 10 files written, renamed and read back across new keys: the same bytes in the export" ||
+		fail "$name: 10 files written, renamed and read back across new keys: the same bytes in the export"
 	[ "$r1" -ge $((r0 + 2)) ] && [ "$sf1" = "$sf0" ] &&
 		pass "$name: the client reconnected for new keys ($r0 -> $r1 reconnects), no record failed ($sf0 -> $sf1)" ||
 		fail "$name: the client reconnected for new keys ($r0 -> $r1 reconnects), no record failed ($sf0 -> $sf1)"
