@@ -14,7 +14,8 @@ DEMO_SUITE ?= bookworm
 # every kernel. The oldest and newest kernels (SUITES not in SUITES_LIGHT)
 # get SUITE_ARGS: 4,000 coherence trials of each kind, 40,000 fsx
 # operations, every hostile-server scenario. The kernels between them get
-# SUITE_ARGS_LIGHT (1,000 trials, 15,000 operations) and split the hostile
+# SUITE_ARGS_LIGHT (1,000 trials, 15,000 operations, 1,000 fsx operations
+# per mount of the options group instead of 2,000) and split the hostile
 # scenarios and the seal group's relay faults: the Kth of N light kernels
 # runs every Nth from the Kth, so together they run each once. Full sizes: make check-full.
 SUITE_ARGS ?= --scale 2 --set POHMEL_READDIR_N=2000 --set POHMEL_FSX_OPS=40000 \
@@ -23,7 +24,7 @@ SUITE_ARGS ?= --scale 2 --set POHMEL_READDIR_N=2000 --set POHMEL_FSX_OPS=40000 \
 SUITES_LIGHT ?= bookworm trixie
 SUITE_ARGS_LIGHT ?= --scale 2 --set POHMEL_READDIR_N=2000 --set POHMEL_FSX_OPS=15000 \
 	--set POHMEL_COHERENCE_TRIALS=1000 --set POHMEL_STRESS_SECONDS=20 \
-	--set POHMEL_TOOLS_TREE=/usr/include/linux
+	--set POHMEL_TOOLS_TREE=/usr/include/linux --set POHMEL_OPTIONS_FSX_OPS=1000
 # make check-full: every kernel at the full sizes (SUITE_ARGS, which make
 # check gives the oldest and newest), two kernels at a time (MATRIX_JOBS),
 # and 50 power cuts per power-cut kernel; about 90 minutes.
