@@ -83,6 +83,12 @@ struct pohmel_dir_ctx {
 	loff_t pos;			/* position that @cookie resumes at */
 	u64 cookie;
 	bool eof;
+	/*
+	 * A broken server's listing stays broken at this position: the
+	 * getdents that found it may have returned entries (which hides the
+	 * error), so the next one must fail rather than end quietly.
+	 */
+	int err;
 	struct pohmel_dcache *dc;	/* listing served from, or NULL */
 	u32 dc_off;			/* byte offset of entry dc_pos - 2 */
 	loff_t dc_pos;
@@ -431,13 +437,15 @@ static int pohmel_readdir(struct file *file, struct dir_context *ctx)
 	}
 	atomic64_inc(&sbi->stats.readdir_misses);
 	if (ctx->pos == dc->pos) {
-		if (dc->eof)
+		err = dc->err;
+		if (dc->eof || err)
 			goto out;
 		cookie = dc->cookie;
 	} else {
 		cookie = 0;
 		skip = ctx->pos - 2;
 		dc->eof = false;
+		dc->err = 0;
 	}
 	/* a listing is built only from the start, in one run of positions */
 	if (dc->build && (skip || ctx->pos != dc->pos ||
@@ -502,8 +510,8 @@ static int pohmel_readdir(struct file *file, struct dir_context *ctx)
 			 */
 			pr_warn_ratelimited("READDIR of directory %llu does not advance\n",
 					    POHMEL_I(dir)->oid.id);
-			dc->eof = true;
 			err = -EIO;
+			dc->err = err;
 			break;
 		}
 	}
@@ -610,6 +618,7 @@ static loff_t pohmel_dir_llseek(struct file *file, loff_t off, int whence)
 		pohmel_dcache_put(dc->dc);
 		dc->dc = NULL;
 		dc->dc_pos = 0;
+		dc->err = 0;	/* a rewind asks the server again */
 		mutex_unlock(&dc->lock);
 	}
 	return ret;

@@ -15,6 +15,12 @@ if [ -n "$local" ] || [ -z "${POHMEL_SERVER:-}" ]; then
 	exit
 fi
 server() { $POHMEL_SERVER "$@"; }
+# a counter of a mount in /proc/self/mountstats, -1 if it has none
+mstat() {
+	awk -v m="$1" -v k="$2:" '$1 == "device" { on = ($5 == m) }
+		on && $1 == k { print $2; f = 1; exit } END { if (!f) print -1 }' /proc/self/mountstats
+}
+replays_all=0
 
 # cycle NAME HOW: HOW is "kill" (SIGKILL) or "stop" (SIGTERM)
 cycle() {
@@ -28,6 +34,9 @@ cycle() {
 	"$bin/restart" write "$w2/$name.b" "$scratch/$name.b.log" >"$scratch/$name.b.out" 2>&1 &
 	p2=$!
 	sleep 3
+	local rc1_0 rc2_0 rp1_0 rp2_0
+	rc1_0=$(mstat "$POHMEL_MNT1" reconnects) rc2_0=$(mstat "$POHMEL_MNT2" reconnects)
+	rp1_0=$(mstat "$POHMEL_MNT1" replays) rp2_0=$(mstat "$POHMEL_MNT2" replays)
 	check "restart/$name: server $how while writers run" server "$how"
 	sleep 2
 	check "restart/$name: server start" server start
@@ -58,6 +67,14 @@ cycle() {
 	rc1=$?
 	wait "$p2"
 	rc2=$?
+	# the counters that say what happened: each mount reconnected
+	local rc1_1 rc2_1 rp
+	rc1_1=$(mstat "$POHMEL_MNT1" reconnects) rc2_1=$(mstat "$POHMEL_MNT2" reconnects)
+	rp=$(($(mstat "$POHMEL_MNT1" replays) - rp1_0 + $(mstat "$POHMEL_MNT2" replays) - rp2_0))
+	replays_all=$((replays_all + rp))
+	[ "$rc1_0" -ge 0 ] && [ "$rc1_1" -gt "$rc1_0" ] && [ "$rc2_0" -ge 0 ] && [ "$rc2_1" -gt "$rc2_0" ] &&
+		pass "restart/$name: both mounts count a reconnect (mountstats: $rc1_0 -> $rc1_1, $rc2_0 -> $rc2_1; replays +$rp)" ||
+		fail "restart/$name: both mounts count a reconnect (mountstats: $rc1_0 -> $rc1_1, $rc2_0 -> $rc2_1; replays +$rp)"
 	diag "writer on mount 1: $(cat "$scratch/$name.a.out")" "writer on mount 2: $(cat "$scratch/$name.b.out")"
 	[ "$rc1" = 0 ] && pass "restart/$name: writer on mount 1 carried on without errors" ||
 		fail "restart/$name: writer on mount 1 carried on without errors (status $rc1)"
@@ -100,5 +117,10 @@ durable() {
 
 cycle kill kill
 cycle stop stop
+# writers on both mounts had requests in flight at some point of the two
+# outages: at least one was sent again on the new connection
+[ "$replays_all" -gt 0 ] &&
+	pass "restart: requests in flight were replayed after the restarts (mountstats replays +$replays_all)" ||
+	fail "restart: requests in flight were replayed after the restarts (mountstats replays +$replays_all)"
 durable
 tap_finish
