@@ -26,17 +26,6 @@ fi
 rel=${w1#"$POHMEL_MNT1"}
 ex=$POHMEL_EXPORT$rel
 
-# mstat MNT KEY: a counter of MNT in /proc/self/mountstats ("ops" = the sum
-# of every request type sent but statfs: free space is no part of what
-# grants cover, and find's fstatfs may come after the client's 5 s reuse)
-mstat() {
-	awk -v mnt="$1" -v key="$2" '
-	$1 == "device" { on = ($5 == mnt) ; next }
-	!on { next }
-	key == "ops" && $1 == "ops:" { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] != "statfs") s += kv[2] } found = 1 }
-	key != "ops" && $1 == key ":" { s = $2; found = 1 }
-	END { if (found) printf "%.0f\n", s; else print "missing" }' /proc/self/mountstats
-}
 # ops_of MNT: "name=count ..." of the requests MNT sent
 ops_of() {
 	awk -v mnt="$1" '$1 == "device" { on = ($5 == mnt); next } on && $1 == "ops:" { $1 = ""; print }' /proc/self/mountstats

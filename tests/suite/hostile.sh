@@ -159,14 +159,10 @@ esac
 
 modref() { cat /sys/module/pohmelfs/refcnt 2>/dev/null || echo '?'; }
 inodes() { awk '$1 == "pohmel_inode_cache" { print $2; f = 1 } END { if (!f) print "?" }' /proc/slabinfo 2>/dev/null; }
-proto_errors() {	# of the mount on $mnt
-	awk -v m="$mnt" '$1 == "device" { on = ($5 == m) } on && $1 == "proto_errors:" { print $2; exit }' /proc/self/mountstats
-}
+proto_errors() { mstat "$mnt" proto_errors; }	# of the mount on $mnt
 # records that failed their tag: a proxy holding the key makes none, so
 # any means its sealing is wrong (not the client)
-seal_failures() {
-	awk -v m="$mnt" '$1 == "device" { on = ($5 == m) } on && $1 == "seal_failures:" { print $2; exit }' /proc/self/mountstats
-}
+seal_failures() { mstat "$mnt" seal_failures; }
 
 hpid=
 hstart() {	# SCENARIO PORT [-a]: start the proxy, wait until it listens
@@ -229,7 +225,7 @@ round_clean() {
 
 # the mount's write-back counters (mountstats), for the log
 wb_stats() {
-	awk -v m="$mnt" '$1 == "device" { on = ($5 == m) } on && $1 ~ /^wb_(local|batches|flushed|errors|settled):$/ { printf "%s%s ", $1, $2 }' /proc/self/mountstats
+	mstats "$mnt" | awk '$1 ~ /^wb_(local|batches|flushed|errors|settled):$/ { printf "%s%s ", $1, $2 }'
 }
 
 # batch-*: after round 1 ($r1), what the log's BATCH did

@@ -124,6 +124,31 @@ is_root() { [ "$(id -u)" = 0 ]; }
 
 drop_caches() { sync && echo 3 >/proc/sys/vm/drop_caches; }
 
+# mstats MNT: the block of /proc/self/mountstats of the mount on MNT
+mstats() { awk -v m="$1" '$1 == "device" { on = ($5 == m) } on' /proc/self/mountstats; }
+# mstat MNT KEY: one number of MNT's block, -1 if it has none (never a
+# number that was not read). KEY is a counter line ("reconnects"), or
+# "op:NAME" (requests of type NAME sent, its ops: line), or "ops" (every
+# request sent but statfs: free space is no part of what grants cover),
+# or "proto:NAME" (a field of its proto: line; "proto:grants" is 1 when
+# grants were negotiated).
+mstat() {
+	mstats "$1" | awk -v k="$2" '
+	function found(v) { print v; f = 1; exit }
+	k == "ops" && $1 == "ops:" {
+		for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] != "statfs") s += kv[2] }
+		found(sprintf("%.0f", s))
+	}
+	k ~ /^op:/ && $1 == "ops:" {
+		for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == substr(k, 4)) found(kv[2]) }
+	}
+	k ~ /^proto:/ && $1 == "proto:" {
+		for (i = 2; i < NF; i++) if ($i == substr(k, 7) ":") found($(i + 1))
+	}
+	k !~ /^(ops|op:.*|proto:.*)$/ && $1 == k ":" { found($2) }
+	END { if (!f) print -1 }'
+}
+
 # remount_mnt1: unmount and mount POHMEL_MNT1 again (a cold client cache).
 # $POHMEL_REMOUNT1, if set, is a command that does it; otherwise type, source
 # and superblock options come from /proc/self/mountinfo, found by the device

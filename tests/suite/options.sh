@@ -41,20 +41,6 @@ sync -f "$g1" 2>/dev/null
 
 # the mount's options in /proc/mounts
 opts_of() { awk -v m="$1" '$2 == m && $3 == "pohmel" { print $4 }' /proc/mounts; }
-# how many OP requests the mount sent (its "ops: read=N write=N ..." line)
-opcount() {
-	awk -v m="$1" -v k="$2" '$1 == "device" { on = ($5 == m) }
-		on && $1 == "ops:" { for (i = 2; i <= NF; i++) if (index($i, k "=") == 1) {
-			print substr($i, length(k) + 2); f = 1; exit } }
-		END { if (!f) print -1 }' /proc/self/mountstats
-}
-# "grants: N" of the mount's proto line (1: negotiated)
-grants_of() {
-	awk -v m="$1" '$1 == "device" { on = ($5 == m) }
-		on && $1 == "proto:" { for (i = 2; i < NF; i++) if ($i == "grants:") {
-			print $(i + 1); f = 1; exit } }
-		END { if (!f) print -1 }' /proc/self/mountstats
-}
 mnt() {	# SOURCE OPTS
 	timeout -k 5 60 mount -t pohmel ${2:+-o "$2"} "$1" "$m" >"$scratch/mount.err" 2>&1
 }
@@ -101,7 +87,7 @@ variant() {
 # grants=off: no grant is negotiated or given
 other=
 if variant "grants=off" 127.0.0.1:/ grants=off grants=off; then
-	g=$(grants_of "$m") g1m=$(grants_of "$POHMEL_MNT1")
+	g=$(mstat "$m" proto:grants) g1m=$(mstat "$POHMEL_MNT1" proto:grants)
 	# mount 1's "1" shows the server grants at all (the control)
 	[ "$g" = 0 ] && [ "$g1m" = 1 ] &&
 		pass "grants=off: no grant negotiated (mountstats grants: $g; mount 1: $g1m)" ||
@@ -117,9 +103,9 @@ other=1
 if variant "cache=none" 127.0.0.1:/ cache=none cache=none; then
 	f=$m$rel/cache_none/r
 	head -c 65536 /dev/urandom >"$f" && sync -f "$m"
-	r0=$(opcount "$m" read)
+	r0=$(mstat "$m" op:read)
 	cat "$f" >/dev/null && cat "$f" >/dev/null
-	r1=$(opcount "$m" read)
+	r1=$(mstat "$m" op:read)
 	[ "$r0" -ge 0 ] && [ "$r1" -ge $((r0 + 2)) ] &&
 		pass "cache=none: two reads of a file both went to the server (READ $r0 -> $r1)" ||
 		fail "cache=none: two reads of a file both went to the server (READ $r0 -> $r1)"
@@ -131,9 +117,9 @@ if variant "cache=strict" 127.0.0.1:/ cache=strict cache=strict; then
 	f=$m$rel/cache_strict/r
 	head -c 65536 /dev/urandom >"$f" && sync -f "$m"
 	cat "$f" >/dev/null
-	r0=$(opcount "$m" read)
+	r0=$(mstat "$m" op:read)
 	cat "$f" >/dev/null
-	r1=$(opcount "$m" read)
+	r1=$(mstat "$m" op:read)
 	[ "$r0" -ge 0 ] && [ "$r1" = "$r0" ] &&
 		pass "cache=strict: a second read is served from the cache (READ $r0 -> $r1)" ||
 		fail "cache=strict: a second read is served from the cache (READ $r0 -> $r1)"
@@ -143,15 +129,15 @@ fi
 # rsize/wsize: 64 KiB in requests of at most 4 KiB read and 8 KiB written
 if variant "rsize=4096,wsize=8192" 127.0.0.1:/ rsize=4096,wsize=8192 rsize=4096,wsize=8192; then
 	f=$m$rel/rsize_4096_wsize_8192/r
-	w0=$(opcount "$m" write)
+	w0=$(mstat "$m" op:write)
 	head -c 65536 /dev/urandom >"$f" && sync -f "$m"
-	w1=$(opcount "$m" write)
+	w1=$(mstat "$m" op:write)
 	echo 3 >/proc/sys/vm/drop_caches
-	r0=$(opcount "$m" read)
+	r0=$(mstat "$m" op:read)
 	cmp -s "$f" "$POHMEL_EXPORT$rel/rsize_4096_wsize_8192/r" &&
 		pass "rsize=4096,wsize=8192: 64 KiB written: the same bytes in the export" ||
 		fail "rsize=4096,wsize=8192: 64 KiB written: the same bytes in the export"
-	r1=$(opcount "$m" read)
+	r1=$(mstat "$m" op:read)
 	[ "$w0" -ge 0 ] && [ $((w1 - w0)) -ge 8 ] &&
 		pass "wsize=8192: 64 KiB took at least 8 WRITEs ($((w1 - w0)))" ||
 		fail "wsize=8192: 64 KiB took at least 8 WRITEs ($w0 -> $w1)"

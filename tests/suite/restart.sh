@@ -15,11 +15,6 @@ if [ -n "$local" ] || [ -z "${POHMEL_SERVER:-}" ]; then
 	exit
 fi
 server() { $POHMEL_SERVER "$@"; }
-# a counter of a mount in /proc/self/mountstats, -1 if it has none
-mstat() {
-	awk -v m="$1" -v k="$2:" '$1 == "device" { on = ($5 == m) }
-		on && $1 == k { print $2; f = 1; exit } END { if (!f) print -1 }' /proc/self/mountstats
-}
 replays_all=0
 
 # cycle NAME HOW: HOW is "kill" (SIGKILL) or "stop" (SIGTERM)

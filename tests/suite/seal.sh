@@ -144,10 +144,8 @@ umnt() {
 	umount -l "$1"
 	return 1
 }
-# the mount's line in /proc/mounts, its mountstats block, one counter
+# the mount's line in /proc/mounts (mstats, mstat: lib.sh)
 mount_line() { awk -v m="$1" '$2 == m && $3 == "pohmel"' /proc/mounts; }
-mstats() { awk -v m="$1" '$1 == "device" { on = ($5 == m) } on' /proc/self/mountstats; }
-mstat() { mstats "$1" | awk -v k="$2:" '$1 == k { print $2; f = 1; exit } END { if (!f) print -1 }'; }
 # A's counter from STATS (pohmel tool, key default)
 server_stat() {
 	pohmel -p "$PA" -k "$GS/keys-tool" 127.0.0.1 stats 2>"$GS/stats.err" |

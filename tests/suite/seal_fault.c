@@ -27,10 +27,16 @@ static struct fault cur;
 static bool armed, fired;
 static unsigned long count[2];
 
+/* the faults that change the client's HELLO (and nothing after it) */
+static bool tampers_hello(enum mode m)
+{
+	return m == M_HELLO_FEATURES || m == M_HELLO_BOOTGEN;
+}
+
+/* the faults that act on the HELLO exchange only */
 static bool is_hello_mode(enum mode m)
 {
-	return m == M_HELLO_FEATURES || m == M_HELLO_BOOTGEN ||
-	       m == M_HELLO_SLOW;
+	return tampers_hello(m) || m == M_HELLO_SLOW;
 }
 
 /* "MODE [c2s|s2c] [N] [hdr|hdr:K|body|last]", blanks or commas between */
@@ -274,8 +280,7 @@ bool fault_message(struct flow *f, unsigned char *msg, size_t len)
 			say("fault: hello-slow: the HELLO reply of connection %d held %lu s",
 			    f->conn, cur.n);
 			sleep((unsigned int)cur.n);
-		} else if (f->dir == C2S && armed && is_hello_mode(cur.mode) &&
-			   cur.mode != M_HELLO_SLOW) {
+		} else if (f->dir == C2S && armed && tampers_hello(cur.mode)) {
 			tamper_hello(f, msg, len);
 		}
 		emit(f, msg, len);
