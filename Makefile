@@ -91,10 +91,12 @@ check-host:
 	tests/lint checkpatch
 
 # The kernel matrix (functional suite per release; each boot builds the
-# module with W=1 and fails on any warning), sparse with endian checks,
+# module with W=1 and fails on any warning), the harness's self-test
+# against stand-ins (four boots of SELFTEST_SUITE), sparse with endian checks,
 # the power-cut test, then the packaging tier (build .deb/.rpm with
 # lintian and rpmlint clean, install/purge them in every release's root).
 MATRIX_TIMEOUT ?= 1800
+SELFTEST_SUITE ?= bookworm
 MATRIX_JOBS ?= 1
 # The light kernels (bookworm, trixie) run the suite as users run it:
 # with a key, mount 1 sealed (the default), mount 2 signed only
@@ -118,14 +120,16 @@ check-qemu:
 	k=0; n=$(words $(MATRIX_LIGHT)); for s in $(MATRIX_LIGHT); do k=$$((k + 1)); \
 		tests/qemu/matrix --timeout $(MATRIX_TIMEOUT) $(MATRIX_LIGHT_OPTS) $$s -- $(SUITE_ARGS_LIGHT) \
 			--set POHMEL_HOSTILE_PART=$$k/$$n --set POHMEL_SEAL_PART=$$k/$$n || m=1; done; \
+	h=0; tests/qemu/selftest/selftest $(SELFTEST_SUITE) || h=1; \
 	l=0; tests/lint sparse || l=1; \
 	c=0; $(MAKE) check-powercut || c=1; \
 	p=0; tests/pkg/run-all $(SUITES) || p=1; \
 	echo "check-qemu: kernel matrix $$([ $$m = 0 ] && echo passed || echo FAILED)," \
+		"harness self-test $$([ $$h = 0 ] && echo passed || echo FAILED)," \
 		"sparse $$([ $$l = 0 ] && echo passed || echo FAILED)," \
 		"power cut $$([ $$c = 0 ] && echo passed || echo FAILED)," \
 		"packaging tier $$([ $$p = 0 ] && echo passed || echo FAILED)"; \
-	[ $$m = 0 ] && [ $$l = 0 ] && [ $$c = 0 ] && [ $$p = 0 ]
+	[ $$m = 0 ] && [ $$h = 0 ] && [ $$l = 0 ] && [ $$c = 0 ] && [ $$p = 0 ]
 
 # Power-cut crash test (tests/qemu/powercut, issue 19 item 5): pohmeld in
 # its own VM, reset without sync at random points of a workload. In

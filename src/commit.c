@@ -242,16 +242,29 @@ int pohmel_commit(struct inode *inode, struct pohmel_handle *h, u32 flags,
  * names applied since the last one were lost with the server's memory
  * (a verifier newer than theirs), syncfs reports EIO once, through the
  * superblock's errseq (sync(2) reports nothing, as on any fs).
+ *
+ * Nothing is sent when no request that can change the server ended since
+ * the last FSYNC_FS, no name waits in the write-back log (the FSYNC_FS
+ * sends it first) and no change waits for its check: an idle mount's sync
+ * does not wait for a server that is away. Counting requests that ended,
+ * not those sent, keeps one still in flight out of what an FSYNC_FS is
+ * taken to cover.
  */
 int pohmel_commit_fs(struct super_block *sb)
 {
 	struct pohmel_sb_info *sbi = POHMEL_SB(sb);
+	s64 changes = atomic64_read(&sbi->conn.changes_done);
 	struct pohmel_fattr fa;
 	u32 before, after, gen;
 	u8 state;
 	int err;
 
 	spin_lock(&sbi->wt_lock);
+	if (sbi->wt_state == POHMEL_WT_NONE && changes == sbi->committed &&
+	    !atomic_read(&sbi->conn.wb_pending)) {
+		spin_unlock(&sbi->wt_lock);
+		return 0;
+	}
 	state = sbi->wt_state;
 	gen = sbi->wt_gen;
 	sbi->wt_state = POHMEL_WT_NONE;
@@ -265,6 +278,10 @@ int pohmel_commit_fs(struct super_block *sb)
 		spin_unlock(&sbi->wt_lock);
 		return err;
 	}
+	spin_lock(&sbi->wt_lock);
+	if (changes > sbi->committed)
+		sbi->committed = changes;
+	spin_unlock(&sbi->wt_lock);
 	if (!wt_lost(state, gen, before, after))
 		return 0;
 	pr_warn_ratelimited("%pISpc: names or data written around the page cache before the server's restart were lost with its memory: syncfs reports EIO\n",

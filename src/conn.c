@@ -98,9 +98,46 @@ static void put_tag_locked(struct pohmel_conn *c, struct pohmel_req *req,
 		xa_erase(&c->tags, req->tag);
 }
 
+/*
+ * Whether @op may leave a change the server holds only in memory: every
+ * op but those that only read or end a session's own state (so an op
+ * added later counts until it is listed here).
+ */
+static bool op_changes(u16 op)
+{
+	switch (op) {
+	case POHMEL_OP_HELLO:
+	case POHMEL_OP_AUTH:
+	case POHMEL_OP_PING:
+	case POHMEL_OP_LOOKUP:
+	case POHMEL_OP_GETATTR:
+	case POHMEL_OP_READDIR:
+	case POHMEL_OP_READLINK:
+	case POHMEL_OP_OPEN:
+	case POHMEL_OP_CLOSE:
+	case POHMEL_OP_READ:
+	case POHMEL_OP_FSYNC:
+	case POHMEL_OP_STATFS:
+	case POHMEL_OP_GETXATTR:
+	case POHMEL_OP_LISTXATTR:
+	case POHMEL_OP_LOCK:
+	case POHMEL_OP_RECALL_ACK:
+	case POHMEL_OP_BYE:
+	case POHMEL_OP_STATS:
+	case POHMEL_OP_RELEASE:
+	case POHMEL_OP_GRANT:
+		return false;
+	default:
+		return true;
+	}
+}
+
 static void complete_req_locked(struct pohmel_conn *c, struct pohmel_req *req,
 				int err)
 {
+	lockdep_assert_held(&c->lock);
+	if (op_changes(req->op))
+		atomic64_inc(&c->changes_done);
 	list_del_init(&req->list);
 	req->err = err;
 	req->state = POHMEL_RS_DONE;
@@ -305,6 +342,9 @@ static int cancel(struct pohmel_conn *c, struct pohmel_req *req, int err)
 		put_tag_locked(c, req, false);
 		req->state = POHMEL_RS_CANCELLED;
 		owned = true;
+		/* the server may still apply it: the next syncfs commits */
+		if (op_changes(req->op))
+			atomic64_inc(&c->changes_done);
 		if (req->seq)
 			wake_up(&c->seq_wq);
 	}

@@ -219,6 +219,12 @@ struct pohmel_conn {
 	 */
 	u32 gen;
 	u64 reply_seq;			/* replies received, ever; lock */
+	/*
+	 * Requests that may have changed the server's state (every op but
+	 * the read-only ones) that ended, answered or not: syncfs needs no
+	 * FSYNC_FS when none ended since its last one (pohmel_commit_fs).
+	 */
+	atomic64_t changes_done;
 	bool grants;			/* FEAT_GRANTS wanted (mount option) */
 	bool writeback;			/* FEAT_IDRANGE, _ASK_GRANT wanted */
 	atomic_t wb_pending;		/* write-back log entries (wb.c) */

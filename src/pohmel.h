@@ -111,9 +111,10 @@ struct pohmel_sb_info {
 	bool statfs_known;
 	unsigned long statfs_time;	/* jiffies of that answer */
 	struct pohmel_wb wb;		/* write-back log (wb.c) */
-	spinlock_t wt_lock;		/* protects wt_state, wt_gen */
+	spinlock_t wt_lock;		/* protects wt_state, wt_gen, committed */
 	u8 wt_state;			/* POHMEL_WT_*, mount-wide: syncfs */
 	u32 wt_gen;
+	s64 committed;			/* conn.changes_done at the last FSYNC_FS */
 };
 
 /* Bits of pohmel_inode.flags */

@@ -10,8 +10,10 @@
 #   mountstats: grants=off negotiates no grant, cache=none reads from the
 #   server every time, rsize/wsize split a 64 KiB transfer into requests
 #   of at most that size;
-#   down: a clean mount (nothing dirty) unmounts within 30 s while the
-#   server is stopped and stays stopped, with umount and with umount -f.
+#   down: syncfs sends an FSYNC after a change and none when nothing
+#   changed; with the server stopped and staying stopped, sync -f of the
+#   unchanged mount returns, and a clean mount (nothing dirty) unmounts
+#   within 30 s, with umount and with umount -f.
 # Mounts go through mount.pohmel, which takes the harness's key if it has
 # one. Knob: POHMEL_OPTIONS_FSX_OPS (2000 per mount).
 # Usage: options.sh BIN G1 SCRATCH [local]
@@ -162,11 +164,29 @@ for how in umount "umount -f"; do
 		fail "$name: mount"
 		continue
 	fi
-	echo down >"$m$rel/down.$$" && sync -f "$m" && rm -f "$m$rel/down.$$" && sync -f "$m"
+	echo down >"$m$rel/down.$$" && sync -f "$m" && rm -f "$m$rel/down.$$"
+	# syncfs sends FSYNC_FS after a change, and none when nothing changed
+	f0=$(mstat "$m" op:fsync)
+	sync -f "$m"
+	f1=$(mstat "$m" op:fsync)
+	sync -f "$m"
+	f2=$(mstat "$m" op:fsync)
+	if [ "$how" = umount ]; then
+		[ "$f0" -ge 0 ] && [ "$f1" -gt "$f0" ] && [ "$f2" = "$f1" ] &&
+			pass "sync -f: an FSYNC after a change ($f0 -> $f1), none with nothing changed ($f1 -> $f2)" ||
+			fail "sync -f: an FSYNC after a change ($f0 -> $f1), none with nothing changed ($f1 -> $f2)"
+	fi
 	if ! server stop; then
 		fail "$name: server stop"
 		umnt
 		continue
+	fi
+	# so a sync of an unchanged hard mount does not wait for the server
+	if [ "$how" = umount ]; then
+		t0=$SECONDS
+		timeout -k 5 20 sync -f "$m" &&
+			pass "server down: sync -f of an unchanged mount returns ($((SECONDS - t0)) s)" ||
+			fail "server down: sync -f of an unchanged mount returns (status $?, $((SECONDS - t0)) s)"
 	fi
 	t0=$SECONDS
 	# shellcheck disable=SC2086
