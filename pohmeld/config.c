@@ -11,6 +11,7 @@
  *   handshake-timeout 10
  *   session-timeout 600
  *   max-sessions 1024
+ *   max-sessions-per-key 0
  *   grant-lease 10
  *   fd-reserve 64
  *   max-handles-per-session 0
@@ -351,6 +352,8 @@ static const struct int_key {
 	{ "handshake-timeout", offsetof(struct config, handshake_timeout),
 	  0, 3600 },
 	{ "max-sessions", offsetof(struct config, max_sessions), 1, 65536 },
+	{ "max-sessions-per-key",
+	  offsetof(struct config, max_sessions_per_key), 0, 65536 },
 	{ "session-timeout", offsetof(struct config, session_timeout),
 	  0, 86400 * 7 },
 	{ "fd-reserve", offsetof(struct config, fd_reserve), 0, 1000000 },

@@ -435,7 +435,8 @@ static int do_auth(struct conn *c, const struct msg *m, uint8_t *out,
 		atomic_store(&c->keyed, true);
 	}
 	c->max_msg = c->max_nego;
-	c->sess = session_attach(c->uuid, c->boot_gen, c->peer, owner, &err);
+	c->sess = session_attach(c->uuid, c->boot_gen, c->peer, owner,
+				 c->keyname[0] ? c->keyname : "-", &err);
 	if (!c->sess && err == EACCES)
 		return auth_refused(c, "session bound to another key",
 				    out, outlen);

@@ -89,6 +89,7 @@ struct config {
 	int handshake_timeout;	/* seconds to finish HELLO and AUTH */
 	int session_timeout;	/* seconds a detached session is kept */
 	int max_sessions;	/* sessions kept at once (session.c) */
+	int max_sessions_per_key;	/* of them made under one key; 0: all */
 	int grant_lease;	/* seconds a RECALL may go unacked */
 	int fd_reserve;		/* fds kept out of the handle budget */
 	int max_handles_per_session;	/* 0: min(4096, budget / 8) */
@@ -168,6 +169,7 @@ struct stats {
 	atomic_ullong keys_revoked;	/* conns closed: key gone (SIGHUP) */
 	atomic_ullong replays;
 	atomic_ullong sessions_refused;	/* max-sessions reached */
+	atomic_ullong sessions_refused_key;	/* max-sessions-per-key */
 	atomic_ullong sessions_expired;	/* idle for session-timeout */
 	atomic_ullong refused;
 	atomic_ullong refused_max_conns;	/* max-connections reached */
@@ -258,7 +260,7 @@ uint64_t change_of(uint64_t id, const struct stat *st);
 struct session;
 struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen,
 			       const char *peer, const uint8_t *owner,
-			       int *err);
+			       const char *keyname, int *err);
 void session_detach(struct session *s);
 void session_end(struct session *s);
 uint64_t session_id(const struct session *s);

@@ -27,7 +27,10 @@
  * counts sessions_refused and sessions_expired.
  * So strangers cannot push a client's session out (and make its replay
  * of a CREATE EXCL answer EEXIST); the price is that a flood of new
- * sessions locks out *new* clients until session-timeout passes.
+ * sessions locks out *new* clients until session-timeout passes, unless
+ * max-sessions-per-key bounds what one key's holders may make (then a
+ * flood only locks out that key's new sessions; without keys every
+ * client is the one identity "no key").
  *
  * Identity (issue 14): a session is bound to the identity that created
  * it, as far as one exists today. With the single pre-shared key the
@@ -39,12 +42,11 @@
  * open handles to the new ones). Between holders of the same key the
  * session's name, (uuid, boot_gen), is the only binding: any key holder
  * that knows a uuid may claim, or (with another boot_gen) end, that
- * session, and max-sessions is one pool for all of them. What waits for
- * per-client keys (issue 16): the fingerprint becomes the client's key
- * id, a session may only be attached by the identity in its owner
- * field (else EACCES), and max-sessions becomes a per-identity quota,
- * so one client can neither claim another's session nor fill the table
- * for everyone.
+ * session. With named keys (protocol 1.3) the fingerprint is the key
+ * name's: a session may only be attached by the key in its owner field
+ * (else EACCES), and max-sessions-per-key is the per-identity quota, so
+ * that one client can neither claim another's session nor fill the
+ * table for everyone.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -251,20 +253,34 @@ static struct session *session_new(const uint8_t uuid[16], uint64_t boot_gen,
 	return s;
 }
 
+/* The sessions made under @owner. Must hold sess_mu. */
+static int owned_by(const uint8_t *owner)
+{
+	struct session *x;
+	int n = 0;
+
+	for (x = sessions; x; x = x->next)
+		if (!memcmp(x->owner, owner, OWNER_LEN))
+			n++;
+	return n;
+}
+
 /*
- * peer: the client's address, for the log. NULL with *err = EAGAIN when
- * the table is full of sessions that may not end yet, ENOMEM without
- * memory, EACCES for a session made under another owner (key).
+ * peer: the client's address, keyname: its key's name ("-": none), both
+ * for the log. NULL with *err = EAGAIN when the table, or the key's
+ * share of it (max-sessions-per-key), is full of sessions that may not
+ * end yet, ENOMEM without memory, EACCES for a session made under
+ * another owner (key).
  */
 struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen,
 			       const char *peer, const uint8_t *owner,
-			       int *err)
+			       const char *keyname, int *err)
 {
-	static struct ratelimit rl = RATELIMIT_INIT;
+	static struct ratelimit rl = RATELIMIT_INIT, rl_key = RATELIMIT_INIT;
+	int n = 0, idle = 0, quota = srv.cfg.max_sessions_per_key;
 	struct session *s, *dead = NULL;
-	int n = 0, idle = 0;
 	time_t next_end = 0, now;
-	bool full = false;
+	bool full = false, over = false;
 
 	pthread_mutex_lock(&sess_mu);
 	reap(&dead);
@@ -317,6 +333,9 @@ struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen,
 		n = nsessions;
 		stats.sessions_refused++;
 		next_end = next_end ? next_end - now : -1;
+	} else if (!s && quota && (n = owned_by(owner)) >= quota) {
+		over = true;
+		stats.sessions_refused_key++;
 	} else if (!s) {
 		s = session_new(uuid, boot_gen, owner);
 		if (s) {
@@ -353,8 +372,11 @@ struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen,
 		log_limited(&rl, LOG_WARNING, "%s: new session refused: all %d sessions (max-sessions) in use, %d of them without connections; %s",
 			    peer ? peer : "?", n, idle, when);
 	}
+	if (over)
+		log_limited(&rl_key, LOG_WARNING, "%s: new session refused: key '%s' has all its %d sessions (max-sessions-per-key) in use",
+			    peer ? peer : "?", keyname, n);
 	if (!s)
-		*err = full ? EAGAIN : ENOMEM;
+		*err = full || over ? EAGAIN : ENOMEM;
 	return s;
 }
 

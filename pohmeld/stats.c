@@ -63,6 +63,8 @@ size_t stats_format(char *buf, size_t cap)
 	EMIT("replays %llu\n", (unsigned long long)stats.replays);
 	EMIT("sessions_refused %llu\n",
 	     (unsigned long long)stats.sessions_refused);
+	EMIT("sessions_refused_key %llu\n",
+	     (unsigned long long)stats.sessions_refused_key);
 	EMIT("sessions_expired %llu\n",
 	     (unsigned long long)stats.sessions_expired);
 	EMIT("refused %llu\n", (unsigned long long)stats.refused);

@@ -81,7 +81,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	c = malloc(sizeof(*c));
 	conn_init_struct(c, sv[0], pol);
 	snprintf(c->peer, sizeof(c->peer), "fuzz");
-	sess = session_attach(uuid, 1, c->peer, c->pol->keys.k[0].owner, &err);
+	sess = session_attach(uuid, 1, c->peer, c->pol->keys.k[0].owner,
+			     "fuzz", &err);
 	out = malloc(POHMEL_HDR_SIZE + POHMEL_MAX_MSG);
 	return 0;
 }

@@ -4,8 +4,9 @@
  * transcript-bound handshake (every HELLO field covered by the MACs),
  * negotiation of the AEADs, sealed and signed records (each kind of
  * damage closes the connection and is counted), sec= and keys= of the
- * export, sessions bound to their key name, 1.2 clients, sealed
- * RECALLs, and SIGHUP rotation and revocation.
+ * export, sessions bound to their key name and counted against its
+ * quota, 1.2 clients, sealed RECALLs, and SIGHUP rotation and
+ * revocation.
  */
 #include <sys/stat.h>
 #include <time.h>
@@ -553,6 +554,78 @@ static void t_recall(void)
 	pc_disconnect(&y);
 }
 
+/*
+ * n sessions with key name, each left without BYE (so it stays): how many
+ * were made, how many refused EAGAIN; uuid gets the first one's.
+ */
+static void sessions(const struct srvproc *s, const char *name, int n,
+		     int *ok, int *again, uint8_t uuid[16])
+{
+	struct pc c;
+	int i, rc;
+
+	*ok = *again = 0;
+	for (i = 0; i < n; i++) {
+		rc = keyed(&c, s, name, PC_SEC_SEAL, 0);
+		if (!rc && !*ok && uuid)
+			memcpy(uuid, c.uuid, 16);
+		*ok += !rc;
+		*again += rc == EAGAIN;
+		pc_disconnect(&c);
+	}
+}
+
+/*
+ * max-sessions-per-key: one key's holders cannot fill the session table
+ * for the others. The control first: without it, k1's sessions take all
+ * six and the key "default" gets EAGAIN.
+ */
+static void t_session_quota(void)
+{
+	struct srvproc q = { 0, 0 }, p = { 0, 0 };
+	int ok, again, ok2, again2;
+	uint8_t uuid[16];
+	char cf[1024];
+	struct pc c;
+
+	snprintf(cf, sizeof(cf),
+		 "export / %s rw no_root_squash\nstate-dir %s/state-pool\n"
+		 "key-file %s\nmax-sessions 6\n", exp_dir, base, kpath);
+	CHECK(start_server("pool", cf, &p) == 0, "pohmeld with max-sessions 6");
+	sessions(&p, "k1", 6, &ok, &again, NULL);
+	sessions(&p, "default", 1, &ok2, &again2, NULL);
+	CHECK(ok == 6 && again == 0 && ok2 == 0 && again2 == 1,
+	      "one pool: k1 takes all 6 sessions (%d, %d refused), default is refused EAGAIN (%d made)",
+	      ok, again, ok2);
+	CHECK(stop_server(&p) == 0, "(stopped)");
+
+	snprintf(cf, sizeof(cf),
+		 "export / %s rw no_root_squash\nstate-dir %s/state-quota\n"
+		 "key-file %s\nmax-sessions 6\nmax-sessions-per-key 3\n",
+		 exp_dir, base, kpath);
+	CHECK(start_server("quota", cf, &q) == 0,
+	      "pohmeld with max-sessions 6, max-sessions-per-key 3");
+	sessions(&q, "k1", 5, &ok, &again, uuid);
+	CHECK(ok == 3 && again == 2,
+	      "k1: 3 sessions made, 2 refused EAGAIN (%d, %d)", ok, again);
+	CHECK(server_log_has("quota", "key 'k1' has all its 3 sessions (max-sessions-per-key) in use"),
+	      "the refusal is logged with the key's name");
+	sessions(&q, "default", 3, &ok, &again, NULL);
+	CHECK(ok == 3 && again == 0,
+	      "default still makes its 3 sessions (%d, %d refused)", ok, again);
+	pc_init(&c);
+	c.timeout_ms = 10000;
+	snprintf(c.keyname, sizeof(c.keyname), "k1");
+	pc_load_key(&c, kpath);
+	c.sec = PC_SEC_SEAL;
+	memcpy(c.uuid, uuid, 16);
+	CHECK(pc_connect(&c, "127.0.0.1", q.port) == 0 &&
+	      pc_handshake(&c) == 0 && pc_ping(&c) == 0,
+	      "k1 at its quota resumes a session of its own");
+	pc_disconnect(&c);
+	CHECK(stop_server(&q) == 0, "(stopped)");
+}
+
 static void write_keys(const char *text)
 {
 	char tmp[320];
@@ -625,6 +698,7 @@ int main(int argc, char **argv)
 	t_records();
 	t_recall();
 	t_counter_end();
+	t_session_quota();
 	t_revoke();
 	CHECK(stop_server(&s_none) == 0 && stop_server(&s_seal) == 0,
 	      "both stop cleanly");
