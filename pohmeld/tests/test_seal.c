@@ -330,6 +330,21 @@ static void t_policy(void)
 	pc_disconnect(&c);
 }
 
+/* Connect to s with key name as the session uuid: the handshake's result. */
+static int resume(struct pc *c, const struct srvproc *s, const char *name,
+		  int sec, const uint8_t uuid[16])
+{
+	pc_init(c);
+	c->timeout_ms = 10000;
+	snprintf(c->keyname, sizeof(c->keyname), "%s", name);
+	pc_load_key(c, kpath);
+	c->sec = sec;
+	memcpy(c->uuid, uuid, 16);
+	if (pc_connect(c, "127.0.0.1", s->port))
+		return -ECONNREFUSED;
+	return pc_handshake(c);
+}
+
 static void t_bound(void)
 {
 	uint8_t uuid[16];
@@ -339,24 +354,12 @@ static void t_bound(void)
 	      "a session made with k1");
 	memcpy(uuid, c.uuid, 16);
 	pc_disconnect(&c);		/* no BYE: the session stays */
-	pc_init(&c);
-	snprintf(c.keyname, sizeof(c.keyname), "k2");
-	pc_load_key(&c, kpath);
-	c.sec = PC_SEC_SEAL;
-	memcpy(c.uuid, uuid, 16);
-	CHECK(pc_connect(&c, "127.0.0.1", s_none.port) == 0 &&
-	      pc_handshake(&c) == EACCES &&
+	CHECK(resume(&c, &s_none, "k2", PC_SEC_SEAL, uuid) == EACCES &&
 	      server_log_has("none", "(key 'k2'): session bound to another key"),
 	      "resumed with k2 (same bytes, another name): EACCES, logged");
 	pc_disconnect(&c);
-	pc_init(&c);
-	snprintf(c.keyname, sizeof(c.keyname), "k1");
-	pc_load_key(&c, kpath);
-	c.sec = PC_SEC_AUTH;
-	memcpy(c.uuid, uuid, 16);
-	CHECK(pc_connect(&c, "127.0.0.1", s_none.port) == 0 &&
-	      pc_handshake(&c) == 0 && pc_ping(&c) == 0,
-	      "resumed with k1: accepted");
+	CHECK(resume(&c, &s_none, "k1", PC_SEC_AUTH, uuid) == 0 &&
+	      pc_ping(&c) == 0, "resumed with k1: accepted");
 	pc_bye(&c);
 	pc_disconnect(&c);
 }
@@ -613,14 +616,7 @@ static void t_session_quota(void)
 	sessions(&q, "default", 3, &ok, &again, NULL);
 	CHECK(ok == 3 && again == 0,
 	      "default still makes its 3 sessions (%d, %d refused)", ok, again);
-	pc_init(&c);
-	c.timeout_ms = 10000;
-	snprintf(c.keyname, sizeof(c.keyname), "k1");
-	pc_load_key(&c, kpath);
-	c.sec = PC_SEC_SEAL;
-	memcpy(c.uuid, uuid, 16);
-	CHECK(pc_connect(&c, "127.0.0.1", q.port) == 0 &&
-	      pc_handshake(&c) == 0 && pc_ping(&c) == 0,
+	CHECK(resume(&c, &q, "k1", PC_SEC_SEAL, uuid) == 0 && pc_ping(&c) == 0,
 	      "k1 at its quota resumes a session of its own");
 	pc_disconnect(&c);
 	CHECK(stop_server(&q) == 0, "(stopped)");
