@@ -30,9 +30,12 @@ static const char *conf(const char *opts)
 	return conf_buf;
 }
 
-/* A client with the key named name (from kpath) asking for sec. */
-static int keyed(struct pc *c, const struct srvproc *s, const char *name,
-		 int sec, uint64_t aeads)
+/*
+ * A client with the key named name (from kpath) asking for sec, as the
+ * session uuid if not NULL (else a new one): the handshake's result.
+ */
+static int keyed_as(struct pc *c, const struct srvproc *s, const char *name,
+		    int sec, uint64_t aeads, const uint8_t *uuid)
 {
 	if (pc_init(c))
 		return -ENOMEM;
@@ -42,9 +45,17 @@ static int keyed(struct pc *c, const struct srvproc *s, const char *name,
 		return -ENOENT;
 	c->sec = sec;
 	c->aeads = aeads;
+	if (uuid)
+		memcpy(c->uuid, uuid, 16);
 	if (pc_connect(c, "127.0.0.1", s->port))
 		return -ECONNREFUSED;
 	return pc_handshake(c);
+}
+
+static int keyed(struct pc *c, const struct srvproc *s, const char *name,
+		 int sec, uint64_t aeads)
+{
+	return keyed_as(c, s, name, sec, aeads, NULL);
 }
 
 static unsigned long long stat_of(const struct srvproc *s, const char *name)
@@ -330,21 +341,6 @@ static void t_policy(void)
 	pc_disconnect(&c);
 }
 
-/* Connect to s with key name as the session uuid: the handshake's result. */
-static int resume(struct pc *c, const struct srvproc *s, const char *name,
-		  int sec, const uint8_t uuid[16])
-{
-	pc_init(c);
-	c->timeout_ms = 10000;
-	snprintf(c->keyname, sizeof(c->keyname), "%s", name);
-	pc_load_key(c, kpath);
-	c->sec = sec;
-	memcpy(c->uuid, uuid, 16);
-	if (pc_connect(c, "127.0.0.1", s->port))
-		return -ECONNREFUSED;
-	return pc_handshake(c);
-}
-
 static void t_bound(void)
 {
 	uint8_t uuid[16];
@@ -354,11 +350,11 @@ static void t_bound(void)
 	      "a session made with k1");
 	memcpy(uuid, c.uuid, 16);
 	pc_disconnect(&c);		/* no BYE: the session stays */
-	CHECK(resume(&c, &s_none, "k2", PC_SEC_SEAL, uuid) == EACCES &&
+	CHECK(keyed_as(&c, &s_none, "k2", PC_SEC_SEAL, 0, uuid) == EACCES &&
 	      server_log_has("none", "(key 'k2'): session bound to another key"),
 	      "resumed with k2 (same bytes, another name): EACCES, logged");
 	pc_disconnect(&c);
-	CHECK(resume(&c, &s_none, "k1", PC_SEC_AUTH, uuid) == 0 &&
+	CHECK(keyed_as(&c, &s_none, "k1", PC_SEC_AUTH, 0, uuid) == 0 &&
 	      pc_ping(&c) == 0, "resumed with k1: accepted");
 	pc_bye(&c);
 	pc_disconnect(&c);
@@ -616,7 +612,7 @@ static void t_session_quota(void)
 	sessions(&q, "default", 3, &ok, &again, NULL);
 	CHECK(ok == 3 && again == 0,
 	      "default still makes its 3 sessions (%d, %d refused)", ok, again);
-	CHECK(resume(&c, &q, "k1", PC_SEC_SEAL, uuid) == 0 && pc_ping(&c) == 0,
+	CHECK(keyed_as(&c, &q, "k1", PC_SEC_SEAL, 0, uuid) == 0 && pc_ping(&c) == 0,
 	      "k1 at its quota resumes a session of its own");
 	pc_disconnect(&c);
 	CHECK(stop_server(&q) == 0, "(stopped)");
