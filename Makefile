@@ -38,6 +38,8 @@ SUITE_ARGS_SCALE ?= --scale 4 --set POHMEL_READDIR_N=10000 \
 	--set POHMEL_FSX_OPS=250000 --set POHMEL_COHERENCE_TRIALS=10000 \
 	--set POHMEL_STRESS_SECONDS=60 --set POHMEL_TOOLS_TREE=/usr/include
 export POHMEL_CACHE
+# Parallel jobs for host builds (the tests themselves pace their own).
+BUILD_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: all deps server check check-full check-scale check-host check-qemu check-powercut demo shell deb rpm \
 	bench bench-server fuzz clean help
@@ -87,7 +89,7 @@ check-scale: deps
 # $(POHMEL_CACHE); the first run fetches it (apt-get download) and fails,
 # never skips, if it cannot.
 check-host:
-	$(MAKE) -C pohmeld check
+	$(MAKE) -C pohmeld -j$(BUILD_JOBS) check
 	tests/vectors/check-proto.py src/pohmel_vectors.h
 	tests/check-version
 	tests/pkg/test-mount-helper
