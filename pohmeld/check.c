@@ -116,6 +116,23 @@ static int check_export_keys(const struct config *cf, bool plain,
 			cfg_say(plain, LOG_WARNING,
 				"%sexport %s: keys=%s: no such key in %s (nobody can use that name)",
 				at, cf->ex.path, cf->ex.keys[i], cf->key_file);
+	if (cf->ex.nadmin && !out->keys.n) {
+		cfg_say(plain, LOG_ERR,
+			"%sexport %s: admin= names keys, but there is no key file (without one, clients on a loopback address may list sessions)",
+			at, cf->ex.path);
+		return -1;
+	}
+	for (i = 0; i < cf->ex.nadmin; i++) {
+		if (!keys_find(&out->keys, cf->ex.admin[i],
+			       strlen(cf->ex.admin[i])))
+			cfg_say(plain, LOG_WARNING,
+				"%sexport %s: admin=%s: no such key in %s",
+				at, cf->ex.path, cf->ex.admin[i], cf->key_file);
+		else if (!export_key_allowed(&cf->ex, cf->ex.admin[i]))
+			cfg_say(plain, LOG_WARNING,
+				"%sexport %s: admin=%s: not in keys=, so it cannot connect",
+				at, cf->ex.path, cf->ex.admin[i]);
+	}
 	return 0;
 }
 

@@ -166,39 +166,58 @@ int sec_parse(const char *s)
 	return -1;
 }
 
-/* keys=NAME[,NAME...]: the key names that may use this export. */
-static int export_keys(struct export_cfg *ex, char *list, char *err,
-		       size_t errlen)
+/*
+ * keys=NAME[,NAME...] (the key names that may use this export) and
+ * admin=NAME[,NAME...] (those that may list every session): opt is the
+ * option's name, names[*n] the list it fills.
+ */
+static int key_list(const char *opt, char names[][POHMEL_KEYNAME_MAX + 1],
+		    int *n, char *list, char *err, size_t errlen)
 {
 	char *save = NULL, *k;
 	int i;
 
+	if (*n) {
+		snprintf(err, errlen, "'%s=' given twice", opt);
+		return -1;
+	}
 	if (!*list) {
-		snprintf(err, errlen, "keys= needs at least one key name");
+		snprintf(err, errlen, "%s= needs at least one key name", opt);
 		return -1;
 	}
 	for (k = strtok_r(list, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
 		if (!keyname_valid(k, strlen(k))) {
 			snprintf(err, errlen,
-				 "keys=: bad key name '%.80s' (1..%d of A-Z a-z 0-9 . _ -)",
-				 k, POHMEL_KEYNAME_MAX);
+				 "%s=: bad key name '%.80s' (1..%d of A-Z a-z 0-9 . _ -)",
+				 opt, k, POHMEL_KEYNAME_MAX);
 			return -1;
 		}
-		for (i = 0; i < ex->nkeys; i++) {
-			if (!strcmp(ex->keys[i], k)) {
+		for (i = 0; i < *n; i++) {
+			if (!strcmp(names[i], k)) {
 				snprintf(err, errlen,
-					 "keys=: '%s' given twice", k);
+					 "%s=: '%s' given twice", opt, k);
 				return -1;
 			}
 		}
-		if (ex->nkeys == MAX_EXPORT_KEYS) {
-			snprintf(err, errlen, "more than %d names in keys=",
-				 MAX_EXPORT_KEYS);
+		if (*n == MAX_EXPORT_KEYS) {
+			snprintf(err, errlen, "more than %d names in %s=",
+				 MAX_EXPORT_KEYS, opt);
 			return -1;
 		}
-		strcpy(ex->keys[ex->nkeys++], k);
+		strcpy(names[(*n)++], k);
 	}
 	return 0;
+}
+
+/* Is key name one admin= names (none without admin=)? */
+bool export_key_admin(const struct export_cfg *ex, const char *name)
+{
+	int i;
+
+	for (i = 0; i < ex->nadmin; i++)
+		if (!strcmp(ex->admin[i], name))
+			return true;
+	return false;
 }
 
 /* Is key name (1..64 bytes) one keys= lets in (all without keys=)? */
@@ -325,7 +344,12 @@ int config_export_line(struct export_cfg *ex, char *args, char *err,
 				return -1;
 			}
 		} else if (!strncmp(opt, "keys=", 5)) {
-			if (export_keys(ex, opt + 5, err, errlen))
+			if (key_list("keys", ex->keys, &ex->nkeys, opt + 5,
+				     err, errlen))
+				return -1;
+		} else if (!strncmp(opt, "admin=", 6)) {
+			if (key_list("admin", ex->admin, &ex->nadmin, opt + 6,
+				     err, errlen))
 				return -1;
 		} else {
 			snprintf(err, errlen, "unknown export option '%s'", opt);

@@ -795,6 +795,41 @@ int conns_revoke(const struct policy *p)
 	return n;
 }
 
+/*
+ * Up to max authenticated connections into out (pohmel clients). Each is
+ * referenced under conns_mu and asked for its grants after: grants_mu is
+ * never taken under conns_mu.
+ */
+int conns_info(struct conn_info *out, int max)
+{
+	struct conn **held, *c;
+	int n = 0, i;
+
+	held = calloc((size_t)(max > 0 ? max : 1), sizeof(*held));
+	if (!held)
+		return -ENOMEM;
+	pthread_mutex_lock(&conns_mu);
+	for (c = conns; c && n < max; c = c->next) {
+		uint64_t id = atomic_load(&c->shown_sess);
+
+		if (!id || atomic_load(&c->gone))
+			continue;
+		conn_get(c);
+		held[n] = c;
+		out[n].sess_id = id;
+		out[n].sec = atomic_load(&c->shown_sec);
+		snprintf(out[n].peer, sizeof(out[n].peer), "%s", c->peer);
+		n++;
+	}
+	pthread_mutex_unlock(&conns_mu);
+	for (i = 0; i < n; i++) {
+		out[i].grants = grants_held(held[i]);
+		conn_put(held[i]);
+	}
+	free(held);
+	return n;
+}
+
 /* Wait up to secs for every connection thread to end; conns_mu held. */
 static bool conns_wait_locked(int secs)
 {

@@ -227,6 +227,8 @@ out:
 		r.len = 0;
 	reply_finish(&r, status, out);
 	*outlen = POHMEL_HDR_SIZE + r.len;
+	if (s)
+		session_account(s, m->blen, r.len);
 	return r.close_after ? DISPATCH_CLOSE : DISPATCH_OK;
 }
 
@@ -447,6 +449,8 @@ static int do_auth(struct conn *c, const struct msg *m, uint8_t *out,
 	}
 	r.s = c->sess;
 	c->state = CONN_AUTHED;
+	atomic_store(&c->shown_sec, conn_sec(c));
+	atomic_store(&c->shown_sess, session_id(c->sess));
 
 	status = (uint32_t)attr_put(&r, srv.rootfd);
 	reply_finish(&r, status, out);

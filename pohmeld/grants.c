@@ -783,6 +783,17 @@ int op_release(struct req *r)
 }
 
 /* For STATS (rare): counted, not kept up to date on every change. */
+/* Objects c holds a grant on (pohmel clients). */
+int grants_held(struct conn *c)
+{
+	int n;
+
+	pthread_mutex_lock(&grants_mu);
+	n = c->ngrants;
+	pthread_mutex_unlock(&grants_mu);
+	return n;
+}
+
 void grants_counts(size_t *holders, size_t *watched)
 {
 	struct holder *h;

@@ -122,6 +122,19 @@ long lock_count(void)
 	return n;
 }
 
+/* Lock records session sess holds (pohmel clients). */
+long lock_count_session(uint64_t sess)
+{
+	struct lcount *e;
+	long n;
+
+	pthread_mutex_lock(&lk_mu);
+	e = lcount_get(sess, false);
+	n = e ? (long)e->n : 0;
+	pthread_mutex_unlock(&lk_mu);
+	return n;
+}
+
 /* Must hold lk_mu: ENOLCK, counted and (rate-limited) logged. */
 static int refuse(uint64_t sess, bool total)
 {

@@ -451,6 +451,18 @@ int op_statfs(struct req *r)
 
 int op_stats(struct req *r)
 {
-	r->len = (uint32_t)stats_format((char *)r->out, r->cap);
+	size_t n;
+	long k;
+
+	if ((r->m->flags & POHMEL_STATS_SESSIONS) && !clients_may_list(r->c))
+		return EACCES;
+	n = stats_format((char *)r->out, r->cap);
+	if (r->m->flags & POHMEL_STATS_SESSIONS) {
+		k = clients_format((char *)r->out, n, r->cap);
+		if (k < 0)
+			return (int)-k;
+		n = (size_t)k;
+	}
+	r->len = (uint32_t)n;
 	return 0;
 }

@@ -71,11 +71,14 @@ struct export_cfg {
 	int sec;		/* SEC_*: the least a client must use */
 	int nkeys;		/* 0: every key of the key file */
 	char keys[MAX_EXPORT_KEYS][POHMEL_KEYNAME_MAX + 1];
+	int nadmin;		/* admin=: may list sessions (clients.c) */
+	char admin[MAX_EXPORT_KEYS][POHMEL_KEYNAME_MAX + 1];
 };
 enum { SEC_NONE, SEC_AUTH, SEC_SEAL };
 const char *sec_name(int sec);
 int sec_parse(const char *s);
 bool export_key_allowed(const struct export_cfg *ex, const char *name);
+bool export_key_admin(const struct export_cfg *ex, const char *name);
 
 struct config {
 	bool have_export;
@@ -273,6 +276,17 @@ int session_id_check(struct session *s, uint64_t id, bool allow_used,
 		     uint64_t *gen);
 void session_id_used(struct session *s, uint64_t id);
 int sessions_count(void);
+void session_account(struct session *s, uint32_t in, uint32_t out);
+/* What pohmel clients lists of a session (clients.c). */
+struct sess_info {
+	uint64_t id;
+	int nconns;
+	long long age, idle;		/* seconds */
+	char keyname[POHMEL_KEYNAME_MAX + 1];
+	int handles;
+	unsigned long long requests, bytes_in, bytes_out;
+};
+int sessions_info(struct sess_info *out, int max);
 void sessions_fini(void);
 
 void sessions_load(void);
@@ -382,6 +396,9 @@ struct conn {
 	struct timespec hs_deadline;	/* CLOCK_MONOTONIC: AUTH by then */
 	uint8_t addr[16];		/* client address, v4 as v4-mapped */
 	bool addr_counted;		/* in the per-address table */
+	/* Set once at AUTH, read by conns_info under conns_mu: */
+	_Atomic uint64_t shown_sess;	/* its session's id; 0: not authed */
+	atomic_int shown_sec;		/* SEC_* it uses */
 };
 int conn_start(int fd, const struct sockaddr *sa, socklen_t salen,
 	       struct policy *pol);
@@ -389,6 +406,18 @@ void conn_get(struct conn *c);
 void conn_put(struct conn *c);
 bool conns_shutdown(void);
 int conns_revoke(const struct policy *p);
+/* An authenticated connection as pohmel clients lists it (clients.c). */
+struct conn_info {
+	uint64_t sess_id;
+	char peer[64];
+	int sec;			/* SEC_* */
+	int grants;
+};
+int conns_info(struct conn_info *out, int max);
+
+/* ---- clients.c: STATS's session listing, for administrators ---- */
+bool clients_may_list(const struct conn *c);
+long clients_format(char *buf, size_t n, size_t cap);
 #define READ_TIMEOUT	(-1)
 int conn_read(struct conn *c, uint8_t *p, size_t n);
 
@@ -520,6 +549,7 @@ void lock_conn_gone(struct conn *c);
 void lock_close(uint64_t sess_id, uint64_t obj_id);
 void lock_shutdown(void);
 long lock_count(void);
+long lock_count_session(uint64_t sess);
 
 /* ---- grants.c: coherence grants, RECALL ---- */
 #define GRANTS_DEFER	(-2)
@@ -559,6 +589,7 @@ int idr_create_check(struct req *r, struct woid *want);
 int idr_create_bind(struct req *r, int dirfd, const char *name,
 		    const struct woid *want, uint64_t min_seq);
 void grants_counts(size_t *holders, size_t *watched);
+int grants_held(struct conn *c);
 void grants_conn_gone(struct conn *c);
 void grants_local_change(uint64_t id);
 void grants_watch_gone(uint64_t id, int wd);

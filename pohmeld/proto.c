@@ -132,8 +132,13 @@ static int parse_body(struct msg *m)
 	case POHMEL_OP_AUTH:
 		NEED(POHMEL_AUTH_SIZE);
 		return 0;
-	case POHMEL_OP_PING:
 	case POHMEL_OP_STATS:
+		if (!m->blen)
+			return 0;
+		NEED(POHMEL_STATS_SIZE);
+		m->flags = get32(b);
+		return m->flags & ~(uint32_t)POHMEL_STATS_SESSIONS ? EINVAL : 0;
+	case POHMEL_OP_PING:
 	case POHMEL_OP_BYE:
 		NEED(0);
 		return 0;

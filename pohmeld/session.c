@@ -247,6 +247,7 @@ static struct session *session_new(const uint8_t uuid[16], uint64_t boot_gen,
 	s->refs = 1;
 	s->listed = true;
 	s->idle_since = time(NULL);
+	s->created = s->idle_since;
 	s->next = sessions;
 	sessions = s;
 	nsessions++;
@@ -358,6 +359,7 @@ struct session *session_attach(const uint8_t uuid[16], uint64_t boot_gen,
 	if (s) {
 		s->refs++;
 		s->nconns++;
+		snprintf(s->keyname, sizeof(s->keyname), "%s", keyname);
 	}
 	pthread_mutex_unlock(&sess_mu);
 	release_dead(dead);
@@ -516,4 +518,52 @@ struct session *sess_new_restored(const uint8_t uuid[16], uint64_t boot_gen,
 	if (!s)
 		snprintf(why, wl, "out of memory");
 	return s;
+}
+
+/* One request of s answered: in and out are its body and reply bytes. */
+void session_account(struct session *s, uint32_t in, uint32_t out)
+{
+	atomic_fetch_add_explicit(&s->nreq, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->bytes_in, in, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->bytes_out, out, memory_order_relaxed);
+}
+
+/*
+ * Up to max sessions into out, newest first (pohmel clients). Each is
+ * referenced under sess_mu and read after it is dropped: its handles
+ * are under its own mu, never taken under sess_mu here.
+ */
+int sessions_info(struct sess_info *out, int max)
+{
+	struct session **held, *s;
+	time_t now = time(NULL);
+	int n = 0, i;
+
+	held = calloc((size_t)(max > 0 ? max : 1), sizeof(*held));
+	if (!held)
+		return -ENOMEM;
+	pthread_mutex_lock(&sess_mu);
+	for (s = sessions; s && n < max; s = s->next) {
+		struct sess_info *si = &out[n];
+
+		s->refs++;
+		held[n++] = s;
+		si->id = s->id;
+		si->nconns = s->nconns;
+		si->age = now - s->created;
+		si->idle = s->nconns ? 0 : now - s->idle_since;
+		snprintf(si->keyname, sizeof(si->keyname), "%s",
+			 s->keyname[0] ? s->keyname : "?");
+	}
+	pthread_mutex_unlock(&sess_mu);
+	for (i = 0; i < n; i++) {
+		s = held[i];
+		out[i].handles = sess_handles_open(s);
+		out[i].requests = atomic_load(&s->nreq);
+		out[i].bytes_in = atomic_load(&s->bytes_in);
+		out[i].bytes_out = atomic_load(&s->bytes_out);
+		session_unref(s);
+	}
+	free(held);
+	return n;
 }

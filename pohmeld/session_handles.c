@@ -50,6 +50,27 @@ static bool fd_take(const struct session *s)
 	return false;
 }
 
+/* Must hold s->mu. The handles s holds open (or restored). */
+static int handles_used(const struct session *s)
+{
+	uint32_t i;
+	int used = 0;
+
+	for (i = 0; i < s->nhandles; i++)
+		used += s->handles[i].fd >= 0 || s->handles[i].restored;
+	return used;
+}
+
+int sess_handles_open(struct session *s)
+{
+	int n;
+
+	pthread_mutex_lock(&s->mu);
+	n = handles_used(s);
+	pthread_mutex_unlock(&s->mu);
+	return n;
+}
+
 /* Must hold s->mu. Whether s may open one more handle (else counted
  * and logged). */
 static bool quota_ok(const struct session *s)
@@ -57,11 +78,8 @@ static bool quota_ok(const struct session *s)
 	static struct ratelimit rl = RATELIMIT_INIT;
 	int max = srv.handles_per_session > 0 ? srv.handles_per_session :
 						 MAX_HANDLES;
-	uint32_t i;
-	int used = 0;
+	int used = handles_used(s);
 
-	for (i = 0; i < s->nhandles; i++)
-		used += s->handles[i].fd >= 0 || s->handles[i].restored;
 	if (used < max)
 		return true;
 	stats.handles_refused_session++;

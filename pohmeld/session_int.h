@@ -50,6 +50,13 @@ struct session {
 	int refs;		/* connections, lock waiters, the list */
 	int nconns;
 	time_t idle_since;	/* when nconns dropped to 0 */
+	time_t created;
+	char keyname[POHMEL_KEYNAME_MAX + 1];	/* its last connection's
+						 * key, "-": none; "": not
+						 * attached since restored */
+
+	/* Counted by run_one (session_account), read by the listing: */
+	atomic_ullong nreq, bytes_in, bytes_out;
 
 	/* Immutable after creation: */
 	uint8_t uuid[16];
@@ -122,6 +129,7 @@ void sess_cache_drop(struct session *s);
 
 /* session_handles.c; must hold s->mu */
 int sess_handles_grow(struct session *s, uint32_t n);
+int sess_handles_open(struct session *s);	/* takes s->mu */
 void sess_handles_drop(struct session *s);
 
 /* session_rec.c; must hold s->mu */

@@ -798,7 +798,16 @@ struct pohmel_recall {
 
 #define POHMEL_RECALL_SIZE	32
 
-/* STATS: empty request; reply is NUL-free text "name value\n" lines. */
+/*
+ * STATS: reply is NUL-free text "name value\n" lines. An empty request
+ * asks for the counters; a 4-byte body (__be32) with POHMEL_STATS_SESSIONS
+ * adds one "session ID key=value ..." line per session (pohmel clients).
+ * That listing names other clients' addresses and keys: it is answered
+ * only to an administrator (pohmeld.conf(5) admin=), others get EACCES.
+ * Unknown bits are EINVAL. Older servers drop a STATS with a body.
+ */
+#define POHMEL_STATS_SESSIONS	1
+#define POHMEL_STATS_SIZE	4
 
 /*
  * RELEASE (with POHMEL_FEAT_RELEASE and _GRANTS): 1..POHMEL_RELEASE_MAX

@@ -543,15 +543,24 @@ int pc_ping(struct pc *c)
 	return pc_call(c, POHMEL_OP_PING, NULL, 0, NULL, 0, NULL);
 }
 
-int pc_stats(struct pc *c, char *buf, size_t cap)
+int pc_stats_what(struct pc *c, uint32_t what, char *buf, size_t cap)
 {
+	uint8_t body[POHMEL_STATS_SIZE];
 	uint32_t rl;
-	int err = pc_call(c, POHMEL_OP_STATS, NULL, 0, (uint8_t *)buf,
-			  (uint32_t)cap - 1, &rl);
+	int err;
 
+	put32(body, what);
+	err = pc_call(c, POHMEL_OP_STATS, what ? body : NULL,
+		      what ? sizeof(body) : 0, (uint8_t *)buf,
+		      (uint32_t)cap - 1, &rl);
 	if (!err)
 		buf[rl] = 0;
 	return err;
+}
+
+int pc_stats(struct pc *c, char *buf, size_t cap)
+{
+	return pc_stats_what(c, 0, buf, cap);
 }
 
 int pc_bye(struct pc *c)

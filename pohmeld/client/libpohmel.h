@@ -172,6 +172,8 @@ uint32_t pc_enc_hello13(uint8_t *b, uint64_t features, uint32_t max_msg,
 /* typed calls */
 int pc_ping(struct pc *c);
 int pc_stats(struct pc *c, char *buf, size_t cap);
+/* what: POHMEL_STATS_SESSIONS adds the session listing (admins only) */
+int pc_stats_what(struct pc *c, uint32_t what, char *buf, size_t cap);
 int pc_bye(struct pc *c);
 int pc_lookup(struct pc *c, const struct woid *dir, const char *name,
 	      struct wattr *a);

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "libpohmel.h"
+#include "pohmel_cmd.h"
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 
@@ -46,6 +47,8 @@ static void usage(FILE *f)
 "       pohmel -h|--help | -V|--version\n"
 "commands:\n"
 "  ping | stats | statfs [PATH]\n"
+"  clients [-r]          every session: key, address, age, handles, locks,\n"
+"                        grants, requests, bytes (admin= keys only; -r: raw)\n"
 "  ls [-l] PATH | stat PATH | cat PATH | get PATH LOCAL | put LOCAL PATH\n"
 "  mkdir PATH | rm PATH | rmdir PATH | mv OLD NEW | ln TARGET PATH\n"
 "  ln -s TARGET PATH | readlink PATH | chmod MODE PATH | truncate SIZE PATH\n"
@@ -473,6 +476,14 @@ static int run(int argc, char **argv)
 			return fail("", err);
 		fputs(buf, stdout);
 		return 0;
+	}
+	if (!strcmp(cmd, "clients")) {
+		err = pohmel_clients(&pc, argc, argv);
+		if (err == -EINVAL) {
+			usage(stderr);
+			return 2;
+		}
+		return err;
 	}
 	if (!strcmp(cmd, "statfs")) {
 		err = pc_walk(&pc, argc > 1 ? argv[1] : "/", &a);

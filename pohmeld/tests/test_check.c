@@ -174,6 +174,21 @@ static void check_n(void)
 	snprintf(conf, sizeof(conf), "export / %s rw sec=auth sec=seal\nkey-file none\n",
 		 exp_dir);
 	refused(conf, AS_IS, "'sec=' given twice", "sec= given twice");
+	/* admin= (pohmel clients): names keys, checked as keys= is */
+	snprintf(conf, sizeof(conf),
+		 "export / %s rw keys=a admin=b,zz\nstate-dir %s/state\nkey-file %s\n",
+		 exp_dir, base, key);
+	CHECK(run_n(conf, AS_IS) == 0 && strstr(out, "configuration OK") &&
+	      strstr(out, "admin=zz: no such key") &&
+	      strstr(out, "admin=b: not in keys=, so it cannot connect"),
+	      "keys=a admin=b,zz: passes, warns about both (got '%s')", out);
+	snprintf(conf, sizeof(conf), "export / %s rw admin=a\nkey-file none\n",
+		 exp_dir);
+	refused(conf, AS_IS, "admin= names keys, but there is no key file",
+		"admin= without a key file");
+	snprintf(conf, sizeof(conf), "export / %s rw admin=a admin=b\nkey-file none\n",
+		 exp_dir);
+	refused(conf, AS_IS, "'admin=' given twice", "admin= given twice");
 	write_file(key, "00112233445566778899aabbccddeeff\n");
 
 	snprintf(conf, sizeof(conf), "export / %s rw ro\nkey-file none\n",

@@ -618,6 +618,87 @@ static void t_session_quota(void)
 	CHECK(stop_server(&q) == 0, "(stopped)");
 }
 
+/* line: the "session ..." line of rep whose key= is name (NULL: none) */
+static const char *session_of(const char *rep, const char *name, char *line,
+			      size_t cap)
+{
+	char want[80];
+	const char *p = rep;
+
+	snprintf(want, sizeof(want), " key=%s ", name);
+	while ((p = strstr(p, "session "))) {
+		size_t n = strcspn(p, "\n");
+
+		if ((p == rep || p[-1] == '\n') && n < cap) {
+			memcpy(line, p, n);
+			line[n] = 0;
+			if (strstr(line, want))
+				return line;
+		}
+		p += n;
+	}
+	return NULL;
+}
+
+/* pohmel clients: the listing is an admin's (admin=), and true */
+static void t_clients(void)
+{
+	static char rep[1 << 20];
+	struct srvproc q = { 0, 0 };
+	struct pc a, b;
+	struct wattr f;
+	char cf[1024], line[1024];
+	uint64_t h = 0;
+	bool ok;
+	int err;
+
+	snprintf(cf, sizeof(cf),
+		 "export / %s rw no_root_squash admin=k1\n"
+		 "state-dir %s/state-adm\nkey-file %s\n", exp_dir, base, kpath);
+	CHECK(start_server("adm", cf, &q) == 0, "pohmeld with admin=k1");
+	ok = keyed(&b, &q, "k2", PC_SEC_SEAL, 0) == 0 &&
+	     pc_mkobj(&b, POHMEL_OP_CREATE, &b.root.oid, "adm.f", 0644, 0, 0,
+		      NULL, &f, NULL) == 0 &&
+	     pc_open(&b, &f.oid, POHMEL_OPEN_READ | POHMEL_OPEN_WRITE, &h,
+		     NULL) == 0 &&
+	     pc_lock(&b, &f.oid, 7, 0, 10, POHMEL_LOCK_WR, 0, 1, NULL) == 0;
+	CHECK(ok, "k2 (sealed) creates a file, holds it open and locked");
+	CHECK(keyed(&a, &q, "k1", PC_SEC_AUTH, 0) == 0 &&
+	      pc_stats_what(&a, POHMEL_STATS_SESSIONS, rep, sizeof(rep)) == 0,
+	      "k1, named by admin=, gets the listing");
+	ok = session_of(rep, "k2", line, sizeof(line)) &&
+	     (strstr(line, " peer=127.0.0.1:") ||
+	      strstr(line, " peer=[::ffff:127.0.0.1]:")) &&
+	     strstr(line, " sec=seal conns=1 ") &&
+	     strstr(line, " handles=1 locks=1 ") &&
+	     !strstr(line, " requests=0 ") && !strstr(line, " bytes_in=0 ");
+	CHECK(ok, "k2's line: its address, sec=seal, one connection, one handle, one lock, requests and bytes ('%s')",
+	      session_of(rep, "k2", line, sizeof(line)) ? line : "none");
+	CHECK(session_of(rep, "k1", line, sizeof(line)) &&
+	      strstr(line, " sec=auth conns=1 "),
+	      "the admin's own session is listed (sec=auth)");
+	CHECK(strstr(rep, "\nsessions 2\n") != NULL,
+	      "the counters come first, as for a plain STATS");
+	CHECK(pc_stats_what(&b, POHMEL_STATS_SESSIONS, rep, sizeof(rep)) ==
+	      EACCES && server_log_has("adm", "session listing refused (key 'k2')"),
+	      "k2 is refused EACCES, logged with its key");
+	err = pc_stats(&b, rep, sizeof(rep));
+	CHECK(!err && !strstr(rep, "\nsession ") && strstr(rep, "\nsessions "),
+	      "k2 still reads the counters, without the listing (%d)", err);
+	CHECK(pc_stats_what(&a, 2, rep, sizeof(rep)) == EINVAL,
+	      "an unknown listing bit is EINVAL");
+	pc_disconnect(&b);
+	usleep(200000);
+	CHECK(pc_stats_what(&a, POHMEL_STATS_SESSIONS, rep, sizeof(rep)) == 0 &&
+	      session_of(rep, "k2", line, sizeof(line)) &&
+	      strstr(line, " peer=- sec=- conns=0 ") &&
+	      strstr(line, " locks=1 "),
+	      "k2 gone without BYE: its session stays, idle, with no address, its lock kept ('%s')",
+	      session_of(rep, "k2", line, sizeof(line)) ? line : "none");
+	pc_disconnect(&a);
+	CHECK(stop_server(&q) == 0, "(stopped)");
+}
+
 static void write_keys(const char *text)
 {
 	char tmp[320];
@@ -691,6 +772,7 @@ int main(int argc, char **argv)
 	t_recall();
 	t_counter_end();
 	t_session_quota();
+	t_clients();
 	t_revoke();
 	CHECK(stop_server(&s_none) == 0 && stop_server(&s_seal) == 0,
 	      "both stop cleanly");
