@@ -138,6 +138,7 @@ static void complete_req_locked(struct pohmel_conn *c, struct pohmel_req *req,
 	lockdep_assert_held(&c->lock);
 	if (op_changes(req->op))
 		atomic64_inc(&c->changes_done);
+	pohmel_stats_req_end(&c->stats, req, err);
 	list_del_init(&req->list);
 	req->err = err;
 	req->state = POHMEL_RS_DONE;
@@ -306,6 +307,9 @@ static int submit(struct pohmel_conn *c, struct pohmel_req *req,
 		if (req->nseq)
 			pohmel_batch_set_seqs(req);
 	}
+	/* before it is queued: the thread may send it, and it end, at once */
+	req->t_queued = ktime_get_ns();
+	atomic_inc(&c->stats.in_flight);
 	req->state = POHMEL_RS_QUEUED;
 	list_add_tail(&req->list, &c->queue);
 	spin_unlock(&c->lock);
@@ -651,19 +655,6 @@ u32 pohmel_conn_grant_cap(struct pohmel_conn *c, u64 id, u64 stamp,
 	return grant;
 }
 
-static void update_max(atomic64_t *max, s64 v)
-{
-	s64 old = atomic64_read(max);
-
-	while (v > old) {
-		s64 seen = atomic64_cmpxchg(max, old, v);
-
-		if (seen == old)
-			break;
-		old = seen;
-	}
-}
-
 static void recall_work(struct work_struct *work)
 {
 	struct pohmel_recall_work *w = container_of(work,
@@ -704,7 +695,7 @@ static void recall_work(struct work_struct *work)
 		atomic64_inc(&c->stats.recall_acks);
 		ns = ktime_to_ns(ktime_sub(ktime_get(), w->arrived));
 		atomic64_add(ns, &c->stats.recall_ns);
-		update_max(&c->stats.recall_max_ns, ns);
+		pohmel_update_max(&c->stats.recall_max_ns, ns);
 	}
 	mutex_unlock(&c->send_mutex);
 	pohmel_req_put(ack);

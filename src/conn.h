@@ -49,6 +49,7 @@ struct pohmel_req {
 	u64 seq;			/* 0, or assigned at first send */
 	u32 xflags;			/* op-specific hint for reply checks */
 	u64 stamp;			/* conn->recall_seq when submitted */
+	u64 t_queued;			/* ktime_get_ns() when submitted */
 	u32 gen;			/* conn->gen the reply arrived on */
 	u64 rseq;			/* conn->reply_seq: arrival order */
 	u32 want;			/* READ: bytes asked */
@@ -73,8 +74,23 @@ struct pohmel_req {
 	u32 rlen;
 };
 
+/*
+ * Per request type, counted as each request ends (stats.c shows them in
+ * mountstats; pohmelstat reads them): like NFS's per-op statistics.
+ */
+struct pohmel_op_stats {
+	atomic64_t done;		/* answered, or failed */
+	atomic64_t errors;		/* ended with an error */
+	atomic64_t bytes_sent;		/* the request (once, not replays) */
+	atomic64_t bytes_recv;		/* the reply's payload */
+	atomic64_t exec_ns;		/* queued to ended, summed */
+	atomic64_t exec_max_ns;		/* the longest */
+};
+
 struct pohmel_conn_stats {
 	atomic64_t ops[POHMEL_OP_MAX];
+	struct pohmel_op_stats op[POHMEL_OP_MAX];
+	atomic_t in_flight;		/* queued or sent, not ended */
 	atomic64_t round_trips;
 	atomic64_t bytes_sent;
 	atomic64_t bytes_recv;
@@ -262,6 +278,11 @@ struct pohmel_conn {
 	void *priv;
 	const char *why;		/* reason of the last handshake failure */
 };
+
+/* stats.c: a request ended with err (conn.c, under c->lock). */
+void pohmel_update_max(atomic64_t *max, s64 v);
+void pohmel_stats_req_end(struct pohmel_conn_stats *cs,
+			  const struct pohmel_req *req, int err);
 
 /* Connected and authenticated right now (a hint: may change at once). */
 static inline bool pohmel_conn_is_up(struct pohmel_conn *c)

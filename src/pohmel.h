@@ -29,9 +29,10 @@
 #define POHMEL_STATFS_TIMEO	(5 * HZ)
 
 struct pohmel_mount_opts {
-	struct sockaddr_storage addr;
-	int addrlen;
-	char *path;			/* export path after "ADDR:" */
+	struct sockaddr_storage addr;	/* addr=, else the source's host */
+	int addrlen;			/* 0 until one of them set it */
+	bool addr_opt;			/* addr= given: HOST may be a name */
+	char *path;			/* export path after "HOST:" */
 	u16 port;
 	u8 key[POHMEL_KEY_MAX];
 	unsigned int keylen;
@@ -110,6 +111,7 @@ struct pohmel_sb_info {
 	struct pohmel_fstatfs statfs;	/* last answer, for a server away */
 	bool statfs_known;
 	unsigned long statfs_time;	/* jiffies of that answer */
+	time64_t mounted_at;		/* boot-time seconds (mountstats age) */
 	struct pohmel_wb wb;		/* write-back log (wb.c) */
 	spinlock_t wt_lock;		/* protects wt_state, wt_gen, committed */
 	u8 wt_state;			/* POHMEL_WT_*, mount-wide: syncfs */

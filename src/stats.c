@@ -3,7 +3,10 @@
  * stats.c - per-mount counters, in /proc/self/mountstats:
  *   device 127.0.0.1:/ mounted on /mnt with fstype pohmel <counters>
  */
+#include <linux/ktime.h>
+#include <linux/math64.h>
 #include <linux/seq_file.h>
+#include <linux/timekeeping.h>
 
 #include "pohmel.h"
 
@@ -28,6 +31,41 @@ static const char * const op_names[POHMEL_OP_MAX] = {
 	[POHMEL_OP_RELEASE] = "release", [POHMEL_OP_IDRANGE] = "idrange",
 	[POHMEL_OP_GRANT] = "grant",
 };
+
+/* *max = max(*max, v), lock-free */
+void pohmel_update_max(atomic64_t *max, s64 v)
+{
+	s64 old = atomic64_read(max);
+
+	while (v > old) {
+		s64 seen = atomic64_cmpxchg(max, old, v);
+
+		if (seen == old)
+			break;
+		old = seen;
+	}
+}
+
+void pohmel_stats_req_end(struct pohmel_conn_stats *cs,
+			  const struct pohmel_req *req, int err)
+{
+	struct pohmel_op_stats *o;
+	s64 ns;
+
+	if (!req->t_queued || req->op >= POHMEL_OP_MAX)
+		return;
+	atomic_dec(&cs->in_flight);
+	o = &cs->op[req->op];
+	ns = ktime_get_ns() - req->t_queued;
+	atomic64_inc(&o->done);
+	if (err)
+		atomic64_inc(&o->errors);
+	atomic64_add(req->slen, &o->bytes_sent);
+	if (!err)
+		atomic64_add(req->rlen, &o->bytes_recv);
+	atomic64_add(ns, &o->exec_ns);
+	pohmel_update_max(&o->exec_max_ns, ns);
+}
 
 #define S(name, v) seq_printf(m, "\t" name ": %lld\n", (long long)atomic64_read(v))
 
@@ -87,11 +125,33 @@ int pohmel_show_stats(struct seq_file *m, struct dentry *root)
 	S("wb_settled", &vs->wb_settled);
 	S("wb_flushed", &vs->wb_flushed);
 	S("wb_errors", &vs->wb_errors);
+	seq_printf(m, "\tage: %lld\n\tin_flight: %d\n",
+		   (long long)(ktime_get_boottime_seconds() - sbi->mounted_at),
+		   atomic_read(&cs->in_flight));
 	seq_puts(m, "\tops:");
 	for (i = 1; i < POHMEL_OP_MAX; i++)
 		if (op_names[i])
 			seq_printf(m, " %s=%lld", op_names[i],
 				   (long long)atomic64_read(&cs->ops[i]));
 	seq_putc(m, '\n');
+	/*
+	 * Per type, as each ended: done errors bytes_sent bytes_recv
+	 * exec_us_total exec_us_max (read by pohmelstat(8)).
+	 */
+	for (i = 1; i < POHMEL_OP_MAX; i++) {
+		struct pohmel_op_stats *o = &cs->op[i];
+		s64 n = atomic64_read(&o->done);
+
+		if (!op_names[i] || !n)
+			continue;
+		seq_printf(m, "\top %s: %lld %lld %lld %lld %lld %lld\n",
+			   op_names[i], (long long)n,
+			   (long long)atomic64_read(&o->errors),
+			   (long long)atomic64_read(&o->bytes_sent),
+			   (long long)atomic64_read(&o->bytes_recv),
+			   (long long)div_s64(atomic64_read(&o->exec_ns), 1000),
+			   (long long)div_s64(atomic64_read(&o->exec_max_ns),
+					      1000));
+	}
 	return 0;
 }

@@ -21,6 +21,7 @@
 #include <linux/slab.h>
 #include <linux/statfs.h>
 #include <linux/string.h>
+#include <linux/timekeeping.h>
 #include <linux/writeback.h>
 #include <net/net_namespace.h>
 
@@ -29,7 +30,7 @@
 enum {
 	OPT_PORT, OPT_KEY, OPT_KEYFILE, OPT_SOFT, OPT_HARD, OPT_TIMEO,
 	OPT_CACHE, OPT_RSIZE, OPT_WSIZE, OPT_GRANTS, OPT_WRITEBACK,
-	OPT_WB_DELAY, OPT_KEYNAME, OPT_SEC, OPT_CIPHER,
+	OPT_WB_DELAY, OPT_KEYNAME, OPT_SEC, OPT_CIPHER, OPT_ADDR,
 };
 
 enum { CACHE_STRICT, CACHE_NONE };
@@ -70,6 +71,7 @@ static const struct constant_table pohmel_ciphers[] = {
 
 static const struct fs_parameter_spec pohmel_params[] = {
 	fsparam_u32("port", OPT_PORT),
+	fsparam_string("addr", OPT_ADDR),
 	fsparam_string("key", OPT_KEY),
 	fsparam_string("keyfile", OPT_KEYFILE),
 	fsparam_string("keyname", OPT_KEYNAME),
@@ -116,6 +118,37 @@ static int parse_keyname(struct fs_context *fc, struct pohmel_mount_opts *o,
 	return 0;
 }
 
+/*
+ * An IPv4 or IPv6 literal (hlen bytes at host; IPv6 may be in brackets)
+ * into o->addr, the port set later (parse_source). False if it is none.
+ */
+static bool parse_addr(struct pohmel_mount_opts *o, const char *host,
+		       size_t hlen)
+{
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&o->addr;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&o->addr;
+	bool br = hlen >= 2 && host[0] == '[' && host[hlen - 1] == ']';
+
+	if (br) {
+		host++;
+		hlen -= 2;
+	}
+	memset(&o->addr, 0, sizeof(o->addr));
+	if (!br && in4_pton(host, hlen, (u8 *)&sin->sin_addr.s_addr, -1,
+			    NULL)) {
+		sin->sin_family = AF_INET;
+		o->addrlen = sizeof(*sin);
+		return true;
+	}
+	if (in6_pton(host, hlen, sin6->sin6_addr.s6_addr, -1, NULL)) {
+		sin6->sin6_family = AF_INET6;
+		o->addrlen = sizeof(*sin6);
+		return true;
+	}
+	o->addrlen = 0;
+	return false;
+}
+
 static int pohmel_parse_param(struct fs_context *fc,
 			      struct fs_parameter *param)
 {
@@ -135,6 +168,12 @@ static int pohmel_parse_param(struct fs_context *fc,
 			return invalf(fc, "pohmel: port=%u is not a TCP port (1..65535)",
 				      r.uint_32);
 		o->port = r.uint_32;
+		break;
+	case OPT_ADDR:
+		if (!parse_addr(o, param->string, strlen(param->string)))
+			return invalf(fc, "pohmel: addr=%s is not an IPv4 or IPv6 address",
+				      param->string);
+		o->addr_opt = true;
 		break;
 	case OPT_KEY:
 		return parse_key(fc, o, param->string);
@@ -193,50 +232,41 @@ static int pohmel_parse_param(struct fs_context *fc,
 	return 0;
 }
 
-/* "1.2.3.4:/path" or "[::1]:/path" */
+/*
+ * "HOST:/path": HOST an IPv4 literal or an [IPv6] literal; or, with addr=
+ * (mount.pohmel resolves HOST and passes the address and port=), the spec
+ * as the user wrote it, "name:/path" or "name:port:/path", so that
+ * /proc/mounts shows the fstab source (mount -a and umount HOST:/ find
+ * it) and addr= the address, as NFS does.
+ */
 static int parse_source(struct fs_context *fc, struct pohmel_mount_opts *o)
 {
-	const char *src = fc->source, *host, *end, *colon;
+	const char *src = fc->source, *path, *hend;
 	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&o->addr;
 	struct sockaddr_in *sin = (struct sockaddr_in *)&o->addr;
-	size_t hlen;
 
 	if (!src)
 		return invalf(fc, "pohmel: no source: mount -t pohmel ADDR:/ DIR");
-	if (src[0] == '[') {
-		host = src + 1;
-		end = strchr(host, ']');
-		if (!end || end[1] != ':')
-			goto bad;
-		colon = end + 1;
-	} else {
-		host = src;
-		colon = strchr(src, ':');
-		if (!colon)
-			goto bad;
-		end = colon;
-	}
-	hlen = end - host;
-	if (colon[1] != '/')
+	/* an IPv6 address holds no '/': the first ":/" ends the host part */
+	path = strstr(src, ":/");
+	if (!path || path == src)
 		goto bad;
-	memset(&o->addr, 0, sizeof(o->addr));
-	if (in4_pton(host, hlen, (u8 *)&sin->sin_addr.s_addr, -1, NULL) &&
-	    src[0] != '[') {
-		sin->sin_family = AF_INET;
+	path++;
+	if (!o->addr_opt) {
+		hend = src[0] == '[' ? strchr(src, ']') : path - 1;
+		if (!hend || hend + (src[0] == '[') != path - 1 ||
+		    !parse_addr(o, src, path - 1 - src))
+			goto bad;
+	}
+	if (o->addr.ss_family == AF_INET)
 		sin->sin_port = htons(o->port);
-		o->addrlen = sizeof(*sin);
-	} else if (in6_pton(host, hlen, sin6->sin6_addr.s6_addr, -1, NULL)) {
-		sin6->sin6_family = AF_INET6;
+	else
 		sin6->sin6_port = htons(o->port);
-		o->addrlen = sizeof(*sin6);
-	} else {
-		goto bad;
-	}
-	o->path = kstrdup(colon + 1, GFP_KERNEL);
+	o->path = kstrdup(path, GFP_KERNEL);
 	return o->path ? 0 : -ENOMEM;
 bad:
 	return invalf(fc,
-		      "pohmel: source '%s' is not ADDR:/PATH with an IPv4 or [IPv6] literal (mount.pohmel resolves names)",
+		      "pohmel: source '%s' is not HOST:/PATH with an IPv4 or [IPv6] literal, or a name with addr= (mount.pohmel resolves names)",
 		      src);
 }
 
@@ -329,9 +359,9 @@ static int pohmel_show_options(struct seq_file *m, struct dentry *root)
 	struct pohmel_sb_info *sbi = POHMEL_SB(root->d_sb);
 	struct pohmel_mount_opts *o = &sbi->opts;
 
-	/* the key is never shown */
-	seq_printf(m, ",port=%u,%s,timeo=%u,cache=%s,rsize=%u,wsize=%u,grants=%s",
-		   o->port, o->soft ? "soft" : "hard", o->timeo,
+	/* the key is never shown; addr= always, as NFS does */
+	seq_printf(m, ",addr=%pISc,port=%u,%s,timeo=%u,cache=%s,rsize=%u,wsize=%u,grants=%s",
+		   &o->addr, o->port, o->soft ? "soft" : "hard", o->timeo,
 		   o->cache_none ? "none" : "strict", sbi->rsize, sbi->wsize,
 		   pohmel_conn_grants(&sbi->conn) ? "on" : "off");
 	if (o->writeback)
@@ -442,6 +472,7 @@ static int pohmel_fill_super(struct super_block *sb, struct fs_context *fc)
 	int err;
 
 	sbi->sb = sb;
+	sbi->mounted_at = ktime_get_boottime_seconds();
 	sb->s_magic = POHMEL_SUPER_MAGIC;
 	sb->s_op = &pohmel_sops;
 	sb->s_xattr = pohmel_xattr_handlers;

@@ -10,6 +10,8 @@
 #   mountstats: grants=off negotiates no grant, cache=none reads from the
 #   server every time, rsize/wsize split a 64 KiB transfer into requests
 #   of at most that size;
+#   fstab by name: a host name stays the source in /proc/mounts (addr=
+#   the address): mount -a twice mounts once, umount NAME:/ finds it;
 #   down: syncfs sends an FSYNC after a change and none when nothing
 #   changed; with the server stopped and staying stopped, sync -f of the
 #   unchanged mount returns, and a clean mount (nothing dirty) unmounts
@@ -155,6 +157,51 @@ if variant "IPv6 [::1]" "[::1]:/" "" "port=$port"; then
 		pass "IPv6 [::1]: the connection is over IPv6" ||
 		{ fail "IPv6 [::1]: the connection is over IPv6"; ss -tnH "( dport = :$port )" | diag "$(cat)"; }
 	umnt || fail "IPv6 [::1]: unmounts (needed umount -l)"
+fi
+
+# fstab with a host name: /proc/mounts shows the source as written and the
+# address as addr=, so mount -a twice mounts once and umount NAME:/ finds it
+grep -qw pohmelsrv /etc/hosts || echo "127.0.0.1 pohmelsrv" >>/etc/hosts
+printf 'pohmelsrv:/ %s pohmel _netdev,port=%s 0 0\n' "$m" "$port" >"$scratch/fstab"
+fstab_mount() { timeout -k 5 60 mount -a -T "$scratch/fstab" -t pohmel; }
+n_at() { awk -v m="$m" '$2 == m { n++ } END { print n + 0 }' /proc/mounts; }
+if fstab_mount; then
+	src=$(awk -v m="$m" '$2 == m { print $1; exit }' /proc/mounts)
+	[ "$src" = pohmelsrv:/ ] && [[ ",$(opts_of "$m")," == *,addr=127.0.0.1,* ]] &&
+		pass "fstab by name: /proc/mounts shows pohmelsrv:/ and addr=127.0.0.1" ||
+		fail "fstab by name: /proc/mounts shows pohmelsrv:/ and addr=127.0.0.1 (source '$src', options $(opts_of "$m"))"
+	fstab_mount
+	rc=$?
+	n=$(n_at)
+	[ "$rc" = 0 ] && [ "$n" = 1 ] &&
+		pass "fstab by name: a second mount -a leaves it mounted once" ||
+		fail "fstab by name: a second mount -a leaves it mounted once (status $rc, $n mounts on $m)"
+	# per-op statistics: mountstats "op NAME:" lines, read by pohmelstat
+	opf() { mstats "$m" | awk -v o="$1:" -v f="$2" '$1 == "op" && $2 == o { print $(f + 2); x = 1 } END { if (!x) print 0 }'; }
+	d0=$(opf lookup 1) e0=$(opf lookup 2)
+	for i in 1 2 3; do stat "$m$rel/nosuch.$i.$$" >/dev/null 2>&1; done
+	d1=$(opf lookup 1) e1=$(opf lookup 2)
+	[ $((d1 - d0)) -ge 3 ] && [ $((e1 - e0)) -ge 3 ] && [ "$(mstat "$m" in_flight)" = 0 ] &&
+		[ "$(mstat "$m" age)" -ge 0 ] &&
+		pass "mountstats per op: 3 lookups of missing names end as 3 lookups with errors ($d0 -> $d1 done, $e0 -> $e1 errors), none in flight" ||
+		fail "mountstats per op: 3 lookups of missing names end as 3 lookups with errors ($d0 -> $d1 done, $e0 -> $e1 errors, in_flight $(mstat "$m" in_flight), age $(mstat "$m" age))"
+	if pohmelstat "$m" >"$scratch/pstat" 2>&1 &&
+		grep -q "^pohmelsrv:/ on $m: age [0-9]*s, 0 in flight" "$scratch/pstat" &&
+		awk -v e="$e1" '$1 == "lookup" && $2 + 0 >= 3 && $4 == e { f = 1 } END { exit !f }' "$scratch/pstat"; then
+		pass "pohmelstat $m: the mount, and lookup with its count and $e1 errors"
+	else
+		fail "pohmelstat $m: the mount, and lookup with its count and $e1 errors"
+		diag "$(cat "$scratch/pstat")"
+	fi
+	pohmelstat -i 1 2 "$m" >"$scratch/pstat2" 2>&1 && [ "$(grep -c "^pohmelsrv:/ on $m" "$scratch/pstat2")" = 2 ] &&
+		pass "pohmelstat -i 1 2: two reports, then it exits" ||
+		{ fail "pohmelstat -i 1 2: two reports, then it exits"; diag "$(cat "$scratch/pstat2")"; }
+	timeout -k 5 30 umount pohmelsrv:/ && [ "$(n_at)" = 0 ] &&
+		pass "fstab by name: umount pohmelsrv:/ unmounts it" ||
+		fail "fstab by name: umount pohmelsrv:/ unmounts it ($(n_at) mounts left)"
+	while [ "$(n_at)" != 0 ] && umnt; do :; done
+else
+	fail "fstab by name: mount -a of 'pohmelsrv:/ $m pohmel _netdev'"
 fi
 
 # down: umount and umount -f of a clean mount while the server is stopped
