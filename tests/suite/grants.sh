@@ -12,6 +12,8 @@
 #     per name;
 #   idle handles: opening and closing more files than the server allows
 #     open per session leaves room for new files;
+#   no watch, no grant: a file pohmeld cannot watch (inotify's limit
+#     reached) is revalidated at every stat and never served stale;
 #   write-back: creates under a directory write grant (writeback.c).
 # Prints recall latencies as TAP comments (not asserted).
 # Usage: grants.sh W1 W2 SCRATCH [local]
@@ -254,6 +256,54 @@ many_ok() {
 }
 check "grants: afterwards a new file can be created and all opened again" many_ok
 rm -rf "$ex/many"
+
+# --- an object the server cannot watch gets no grant ---
+# pohmeld runs as root in the guest: with inotify's per-user limit at 1,
+# below what root holds, every new watch fails and the watches it has
+# stay. A file first seen then must be asked about at every stat, and a
+# change made in the export beside pohmeld is seen at once: a grant with
+# no watch behind it would serve the old size until evicted.
+mw=/proc/sys/fs/inotify/max_user_watches
+nowatch() {
+	local mw0 w0 c0 c1 wn sz rc=0
+	mw0=$(cat $mw) || return 1
+	mkdir "$ex/nowatch" && printf 'one\n' >"$ex/nowatch/f" || return 1
+	w0=$(srv_stat watches)
+	echo 1 >$mw || return 1
+	stat "$w1/nowatch/f" >/dev/null
+	c0=$(mstat "$POHMEL_MNT1" ops)
+	stat "$w1/nowatch/f" >/dev/null && stat "$w1/nowatch/f" >/dev/null
+	c1=$(mstat "$POHMEL_MNT1" ops)
+	printf 'two\n' >>"$ex/nowatch/f"
+	sz=$(stat -c %s "$w1/nowatch/f")
+	wn=$(srv_stat watches)
+	echo "$mw0" >$mw
+	counts c0 c1 w0 wn || return 1
+	echo "limit 1: two stats sent $((c1 - c0)) requests, size after the append $sz, server watches $w0 -> $wn"
+	[ $((c1 - c0)) -ge 2 ] || rc=1
+	[ "$sz" = 8 ] || rc=1
+	[ "$wn" -le "$w0" ] || rc=1
+	return $rc
+}
+check "grants: with no inotify watch to be had, a file gets no grant: each stat is sent, an append in the export is seen at once" nowatch
+# the control: with the limit back the same file is granted (and watched)
+# again: once the directory and the file were asked about (each refused
+# grant is asked for anew by the next stat), the same stats send nothing
+nowatch_back() {
+	local c0 c1 i
+	for i in 1 2 3 4 5; do
+		stat "$w1/nowatch" "$w1/nowatch/f" >/dev/null || return 1
+		c0=$(mstat "$POHMEL_MNT1" ops)
+		stat "$w1/nowatch" "$w1/nowatch/f" >/dev/null
+		c1=$(mstat "$POHMEL_MNT1" ops)
+		counts c0 c1 || return 1
+		echo "limit restored, round $i: stats of the directory and the file sent $((c1 - c0)) requests"
+		[ "$c1" = "$c0" ] && return 0
+	done
+	return 1
+}
+check "grants: ... with the limit restored it is granted again: its stats send nothing" nowatch_back
+rm -rf "$ex/nowatch"
 
 # --- write-back: creates made locally under a directory write grant ---
 # (src/wb.c; a third mount with writeback=on; tests/suite/writeback.c)

@@ -22,6 +22,12 @@ cycle() {
 	local name=$1 how=$2 p1 p2 p3 rc1 rc2 rc3 i
 	mkdir -p "$w1/$name.a" "$w1/$name.b"
 	rm -f "$scratch/$name.flag"
+	# a file mount 1 holds a grant on (the control: stats send nothing)
+	local g0 g1 g2 g3 sz
+	echo granted >"$w1/$name.g" && stat "$w1/$name.g" >/dev/null && stat "$w1/$name.g" >/dev/null
+	g0=$(mstat "$POHMEL_MNT1" ops)
+	stat "$w1/$name.g" >/dev/null
+	g1=$(mstat "$POHMEL_MNT1" ops)
 	"$bin/restart" hold "$w1/$name.held" "$scratch/$name.flag" >"$scratch/$name.h.out" 2>&1 &
 	p3=$!
 	"$bin/restart" write "$w1/$name.a" "$scratch/$name.a.log" >"$scratch/$name.a.out" 2>&1 &
@@ -62,6 +68,17 @@ cycle() {
 	rc1=$?
 	wait "$p2"
 	rc2=$?
+	# grants end with their connection: the new server knows of no grant
+	# (it would recall none), so a change made beside it in the export
+	# must be seen by mount 1's next stat, which must ask (mount 1 is
+	# quiet now)
+	printf 'more\n' >>"$POHMEL_EXPORT${w1#"$POHMEL_MNT1"}/$name.g"
+	g2=$(mstat "$POHMEL_MNT1" ops)
+	sz=$(stat -c %s "$w1/$name.g")
+	g3=$(mstat "$POHMEL_MNT1" ops)
+	[ "$g0" -ge 0 ] && [ "$g1" = "$g0" ] && [ "$sz" = 13 ] && [ "$g3" -gt "$g2" ] &&
+		pass "restart/$name: no grant outlives the connection: a granted file's stat sent nothing before; after the reconnect it asks and sees a change made in the export" ||
+		fail "restart/$name: no grant outlives the connection (requests for one stat before: $((g1 - g0)); after the reconnect: $((g3 - g2)), size $sz, want 13 after an append in the export)"
 	# the counters that say what happened: each mount reconnected
 	local rc1_1 rc2_1 rp
 	rc1_1=$(mstat "$POHMEL_MNT1" reconnects) rc2_1=$(mstat "$POHMEL_MNT2" reconnects)
