@@ -622,7 +622,7 @@ static void *conn_thread(void *arg)
 	return NULL;
 }
 
-static void peer_name(const struct sockaddr *sa, char *buf, size_t n)
+void conn_peer_name(const struct sockaddr *sa, char *buf, size_t n)
 {
 	char a[INET6_ADDRSTRLEN] = "?";
 
@@ -660,7 +660,7 @@ int conn_start(int fd, const struct sockaddr *sa, socklen_t salen,
 	bool keyed;
 
 	(void)salen;
-	peer_name(sa, peer, sizeof(peer));
+	conn_peer_name(sa, peer, sizeof(peer));
 	keyed = addr_key(sa, key);
 	pthread_mutex_lock(&conns_mu);
 	if (atomic_load(&srv.stopping)) {

@@ -202,8 +202,14 @@ static void accept_one(int lfd)
 	}
 	pol = policy_get();
 	if (!export_allows(&pol->ex, (void *)&ss)) {
+		static struct ratelimit rl = RATELIMIT_INIT;
+		char peer[64];
+
 		stats.refused++;
-		log_info("refused a client not in the allow list");
+		conn_peer_name((void *)&ss, peer, sizeof(peer));
+		log_limited(&rl, LOG_WARNING,
+			    "%s: refused a client not in the allow list (allow=)",
+			    peer);
 		close(fd);
 	} else {
 		conn_start(fd, (void *)&ss, len, pol);

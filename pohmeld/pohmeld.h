@@ -403,6 +403,7 @@ struct conn {
 int conn_start(int fd, const struct sockaddr *sa, socklen_t salen,
 	       struct policy *pol);
 void conn_get(struct conn *c);
+void conn_peer_name(const struct sockaddr *sa, char *buf, size_t n);
 void conn_put(struct conn *c);
 bool conns_shutdown(void);
 int conns_revoke(const struct policy *p);

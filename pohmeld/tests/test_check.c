@@ -388,8 +388,8 @@ static void check_reload(void)
 		 k2);
 	CHECK(hup(&s, conf, "reloaded: serving", 3), "SIGHUP: reloaded again");
 	CHECK(keyed(&b, &s, k2) != 0 &&
-	      server_log_has("hup", "refused a client not in the allow list"),
-	      "new connection outside the new allow list refused");
+	      server_log_has("hup", ": refused a client not in the allow list (allow=)"),
+	      "new connection outside the new allow list refused, logged with its address");
 	cl_close(&b);
 	CHECK(create(&a, "a3") == EROFS && pc_bye(&a) == 0,
 	      "old connection still served, ends cleanly");
