@@ -76,36 +76,35 @@ static void size(const char *s, char *out, size_t cap)
 		snprintf(out, cap, v < 10 ? "%.1f%c" : "%.0f%c", v, units[u]);
 }
 
+/* The fields of a "session ..." line the table shows, in its order. */
+enum { F_KEY, F_PEER, F_SEC, F_CONNS, F_AGE, F_IDLE, F_HANDLES, F_LOCKS,
+       F_GRANTS, F_REQ, F_IN, F_OUT, F_N };
+static const char *const fields[F_N] = {
+	"key", "peer", "sec", "conns", "age", "idle", "handles", "locks",
+	"grants", "requests", "bytes_in", "bytes_out",
+};
+
 static void print_row(const char *line)
 {
-	char id[24], key[72], peer[256], sec[8], conns[12], age[24], idle[24];
-	char handles[12], locks[24], grants[12], req[24], in[24], out[24];
-	char t1[24], t2[24], t3[24], t4[24];
+	char id[24], v[F_N][256], age[24], idle[24], in[24], out[24];
+	bool idle_now;
+	int i;
 
 	if (sscanf(line, "session %23s", id) != 1)
 		return;
-	field(line, "key", key, sizeof(key));
-	field(line, "peer", peer, sizeof(peer));
-	field(line, "sec", sec, sizeof(sec));
-	field(line, "conns", conns, sizeof(conns));
-	field(line, "age", age, sizeof(age));
-	field(line, "idle", idle, sizeof(idle));
-	field(line, "handles", handles, sizeof(handles));
-	field(line, "locks", locks, sizeof(locks));
-	field(line, "grants", grants, sizeof(grants));
-	field(line, "requests", req, sizeof(req));
-	field(line, "bytes_in", in, sizeof(in));
-	field(line, "bytes_out", out, sizeof(out));
-	dur(age, t1, sizeof(t1));
-	if (strcmp(conns, "0"))
-		snprintf(t2, sizeof(t2), "-");
+	for (i = 0; i < F_N; i++)
+		field(line, fields[i], v[i], sizeof(v[i]));
+	idle_now = !strcmp(v[F_CONNS], "0");
+	dur(v[F_AGE], age, sizeof(age));
+	if (idle_now)
+		dur(v[F_IDLE], idle, sizeof(idle));
 	else
-		dur(idle, t2, sizeof(t2));
-	size(in, t3, sizeof(t3));
-	size(out, t4, sizeof(t4));
+		snprintf(idle, sizeof(idle), "-");
+	size(v[F_IN], in, sizeof(in));
+	size(v[F_OUT], out, sizeof(out));
 	printf("%-7s %-12s %-26s %-4s %-8s %-8s %7s %5s %6s %9s %6s %6s\n",
-	       id, key, strcmp(conns, "0") ? peer : "(idle)", sec, t1, t2,
-	       handles, locks, grants, req, t3, t4);
+	       id, v[F_KEY], idle_now ? "(idle)" : v[F_PEER], v[F_SEC], age,
+	       idle, v[F_HANDLES], v[F_LOCKS], v[F_GRANTS], v[F_REQ], in, out);
 }
 
 int pohmel_clients(struct pc *pc, int argc, char **argv)
