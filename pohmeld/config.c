@@ -166,6 +166,18 @@ int sec_parse(const char *s)
 	return -1;
 }
 
+/* Whether name is one of names[0..n) (keys=, admin=). */
+static bool name_listed(const char names[][POHMEL_KEYNAME_MAX + 1], int n,
+			const char *name)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(names[i], name))
+			return true;
+	return false;
+}
+
 /*
  * keys=NAME[,NAME...] (the key names that may use this export) and
  * admin=NAME[,NAME...] (those that may list every session): opt is the
@@ -175,7 +187,6 @@ static int key_list(const char *opt, char names[][POHMEL_KEYNAME_MAX + 1],
 		    int *n, char *list, char *err, size_t errlen)
 {
 	char *save = NULL, *k;
-	int i;
 
 	if (*n) {
 		snprintf(err, errlen, "'%s=' given twice", opt);
@@ -192,12 +203,10 @@ static int key_list(const char *opt, char names[][POHMEL_KEYNAME_MAX + 1],
 				 opt, k, POHMEL_KEYNAME_MAX);
 			return -1;
 		}
-		for (i = 0; i < *n; i++) {
-			if (!strcmp(names[i], k)) {
-				snprintf(err, errlen,
-					 "%s=: '%s' given twice", opt, k);
-				return -1;
-			}
+		if (name_listed((const char (*)[POHMEL_KEYNAME_MAX + 1])names,
+				*n, k)) {
+			snprintf(err, errlen, "%s=: '%s' given twice", opt, k);
+			return -1;
 		}
 		if (*n == MAX_EXPORT_KEYS) {
 			snprintf(err, errlen, "more than %d names in %s=",
@@ -212,25 +221,13 @@ static int key_list(const char *opt, char names[][POHMEL_KEYNAME_MAX + 1],
 /* Is key name one admin= names (none without admin=)? */
 bool export_key_admin(const struct export_cfg *ex, const char *name)
 {
-	int i;
-
-	for (i = 0; i < ex->nadmin; i++)
-		if (!strcmp(ex->admin[i], name))
-			return true;
-	return false;
+	return name_listed(ex->admin, ex->nadmin, name);
 }
 
 /* Is key name (1..64 bytes) one keys= lets in (all without keys=)? */
 bool export_key_allowed(const struct export_cfg *ex, const char *name)
 {
-	int i;
-
-	if (!ex->nkeys)
-		return true;
-	for (i = 0; i < ex->nkeys; i++)
-		if (!strcmp(ex->keys[i], name))
-			return true;
-	return false;
+	return !ex->nkeys || name_listed(ex->keys, ex->nkeys, name);
 }
 
 /* "/ PATH opt opt..." : everything after the keyword "export". */
