@@ -136,7 +136,7 @@ int pohmel_show_stats(struct seq_file *m, struct dentry *root)
 	seq_putc(m, '\n');
 	/*
 	 * Per type, as each ended: done errors bytes_sent bytes_recv
-	 * exec_us_total exec_us_max (read by pohmelstat(8)).
+	 * exec_us_total exec_us_max (read by pohmelstat(1)).
 	 */
 	for (i = 1; i < POHMEL_OP_MAX; i++) {
 		struct pohmel_op_stats *o = &cs->op[i];
