@@ -14,17 +14,19 @@ DEMO_SUITE ?= bookworm
 # every kernel. The oldest and newest kernels (SUITES not in SUITES_LIGHT)
 # get SUITE_ARGS: 4,000 coherence trials of each kind, 40,000 fsx
 # operations, every hostile-server scenario. The kernels between them get
-# SUITE_ARGS_LIGHT (1,000 trials, 15,000 operations, 1,000 fsx operations
-# per mount of the options group instead of 2,000) and split the hostile
-# scenarios and the seal group's relay faults: the Kth of N light kernels
-# runs every Nth from the Kth, so together they run each once. Full sizes: make check-full.
+# SUITE_ARGS_LIGHT (500 trials, 6,000 operations, 500 fsx operations per
+# mount of the options group instead of 2,000, 1,000-entry directories,
+# 10 s of stress, the tools group on a 392-entry tree instead of 792) and
+# split the hostile scenarios and the seal group's relay faults: the Kth of
+# N light kernels runs every Nth from the Kth, so together they run each
+# once. Full sizes: make check-full.
 SUITE_ARGS ?= --scale 2 --set POHMEL_READDIR_N=2000 --set POHMEL_FSX_OPS=40000 \
 	--set POHMEL_COHERENCE_TRIALS=4000 --set POHMEL_STRESS_SECONDS=20 \
 	--set POHMEL_TOOLS_TREE=/usr/include/linux
 SUITES_LIGHT ?= bookworm trixie
-SUITE_ARGS_LIGHT ?= --scale 2 --set POHMEL_READDIR_N=2000 --set POHMEL_FSX_OPS=15000 \
-	--set POHMEL_COHERENCE_TRIALS=1000 --set POHMEL_STRESS_SECONDS=20 \
-	--set POHMEL_TOOLS_TREE=/usr/include/linux --set POHMEL_OPTIONS_FSX_OPS=1000
+SUITE_ARGS_LIGHT ?= --scale 2 --set POHMEL_READDIR_N=1000 --set POHMEL_FSX_OPS=6000 \
+	--set POHMEL_COHERENCE_TRIALS=500 --set POHMEL_STRESS_SECONDS=10 \
+	--set POHMEL_TOOLS_TREE=/usr/include/x86_64-linux-gnu --set POHMEL_OPTIONS_FSX_OPS=500
 # make check-full: every kernel at the full sizes (SUITE_ARGS, which make
 # check gives the oldest and newest) and keyed (MATRIX_OPTS), one kernel
 # at a time with an hour each, and 50 power cuts per power-cut kernel;
@@ -117,6 +119,7 @@ MATRIX_LIGHT_OPTS ?=
 MATRIX_FULL := $(filter-out $(SUITES_LIGHT),$(SUITES))
 MATRIX_LIGHT := $(filter $(SUITES_LIGHT),$(SUITES))
 check-qemu:
+	tests/qemu/mkroots $(sort $(SUITES) $(SELFTEST_SUITE) $(POWERCUT_SUITES))
 	@m=0; \
 	if [ -n "$(MATRIX_FULL)" ]; then tests/qemu/matrix --timeout $(MATRIX_TIMEOUT) --jobs $(MATRIX_JOBS) \
 		$(MATRIX_FULL_OPTS) $(MATRIX_FULL) -- $(SUITE_ARGS) || m=1; fi; \
@@ -136,10 +139,10 @@ check-qemu:
 
 # Power-cut crash test (tests/qemu/powercut, issue 19 item 5): pohmeld in
 # its own VM, reset without sync at random points of a workload. In
-# check-qemu with 8 cycles on an old and a new kernel (about 3 min each);
+# check-qemu with 5 cycles on an old and a new kernel (about 2 min each);
 # check-full runs 50.
 POWERCUT_SUITES ?= bookworm sid
-POWERCUT_CYCLES ?= 8
+POWERCUT_CYCLES ?= 5
 check-powercut:
 	@r=0; for s in $(POWERCUT_SUITES); do \
 		tests/qemu/powercut --suite $$s --cycles $(POWERCUT_CYCLES) || r=1; done; \

@@ -366,15 +366,16 @@ static int pohmel_show_options(struct seq_file *m, struct dentry *root)
 		   pohmel_conn_grants(&sbi->conn) ? "on" : "off");
 	if (o->writeback)
 		seq_printf(m, ",writeback=on,wb_delay=%u", o->wb_delay);
-	if (o->keylen)
-		seq_printf(m, ",keyname=%s,sec=%s", o->keyname,
-			   sec_names[o->sec]);
-	if (o->keylen && o->ciphers == POHMEL_FEAT_SEAL_AES)
-		seq_puts(m, ",cipher=aes-256-gcm");
-	else if (o->keylen && o->ciphers == POHMEL_FEAT_SEAL_CHACHA)
-		seq_puts(m, ",cipher=chacha20-poly1305");
-	else
+	if (!o->keylen) {
 		seq_puts(m, ",sec=none");
+		return 0;
+	}
+	seq_printf(m, ",keyname=%s,sec=%s", o->keyname, sec_names[o->sec]);
+	/* cipher= only when the mount restricted it */
+	if (o->ciphers == POHMEL_FEAT_SEAL_AES)
+		seq_puts(m, ",cipher=aes-256-gcm");
+	else if (o->ciphers == POHMEL_FEAT_SEAL_CHACHA)
+		seq_puts(m, ",cipher=chacha20-poly1305");
 	return 0;
 }
 

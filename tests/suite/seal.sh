@@ -146,6 +146,9 @@ umnt() {
 }
 # the mount's line in /proc/mounts (mstats, mstat: lib.sh)
 mount_line() { awk -v m="$1" '$2 == m && $3 == "pohmel"' /proc/mounts; }
+# every sec= the mount's options show, comma-separated: one, never two
+# (a keyed mount once showed "sec=seal,...,sec=none")
+secs_of() { mount_line "$1" | awk '{ print $4 }' | tr , '\n' | sed -n 's/^sec=//p' | paste -sd, -; }
 # A's counter from STATS (pohmel tool, key default)
 server_stat() {
 	pohmel -p "$PA" -k "$GS/keys-tool" 127.0.0.1 stats 2>"$GS/stats.err" |
@@ -301,9 +304,9 @@ elif ! mnt "$MS" "$RP" "key=$KA,keyname=a,sec=seal" 2>"$GS/mount.err"; then
 else
 	pass "seal: a sec=seal mount with key a through the relay"
 	ml=$(mount_line "$MS")
-	[[ ",$(awk '{ print $4 }' <<<"$ml")," == *,sec=seal,* ]] &&
-		pass "seal options: /proc/mounts shows sec=seal for the sealed mount" ||
-		{ fail "seal options: /proc/mounts shows sec=seal for the sealed mount"; diag "$ml"; }
+	[ "$(secs_of "$MS")" = seal ] &&
+		pass "seal options: /proc/mounts shows sec=seal (and no other sec=) for the sealed mount" ||
+		{ fail "seal options: /proc/mounts shows sec=seal (and no other sec=) for the sealed mount"; diag "$ml"; }
 	prot=$(mstats "$MS" | grep -m 1 'protection:' | sed 's/^[[:space:]]*//')
 	grep -qiE 'protection:.*(aes|chacha)' <<<"$prot" &&
 		pass "seal options: mountstats' protection line names the cipher" ||
@@ -328,9 +331,9 @@ else
 		fail "seal: a sec=auth mount with key a through the relay"
 		diag "$(cat "$GS/mount.err")"
 	else
-		[[ ",$(mount_line "$MS" | awk '{ print $4 }')," == *,sec=auth,* ]] &&
-			pass "seal options: /proc/mounts shows sec=auth for the signed mount" ||
-			{ fail "seal options: /proc/mounts shows sec=auth for the signed mount"; diag "$(mount_line "$MS")"; }
+		[ "$(secs_of "$MS")" = auth ] &&
+			pass "seal options: /proc/mounts shows sec=auth (and no other sec=) for the signed mount" ||
+			{ fail "seal options: /proc/mounts shows sec=auth (and no other sec=) for the signed mount"; diag "$(mount_line "$MS")"; }
 		IFS=';' read -ra fl <<<"$auth_faults"
 		for f in "${fl[@]}"; do
 			read -r f <<<"$f"
@@ -525,9 +528,9 @@ elif ! mnt "$MB" "$PA" "key=$KB,keyname=b,sec=seal" 2>"$GS/mount.err"; then
 	fail "seal keys: mount with key b"
 	diag "$(cat "$GS/mount.err")"
 else
-	[[ ",$(mount_line "$MA" | awk '{ print $4 }')," == *,sec=seal,* ]] &&
-		pass "seal options: a mount with a key and no sec= is sec=seal in /proc/mounts" ||
-		{ fail "seal options: a mount with a key and no sec= is sec=seal in /proc/mounts"; diag "$(mount_line "$MA")"; }
+	[ "$(secs_of "$MA")" = seal ] &&
+		pass "seal options: a mount with a key and no sec= is sec=seal (only) in /proc/mounts" ||
+		{ fail "seal options: a mount with a key and no sec= is sec=seal (only) in /proc/mounts"; diag "$(mount_line "$MA")"; }
 	rw_ok "$MA" ka.1 && rw_ok "$MB" kb.1 &&
 		pass "seal keys: mounts with keys a and b both write and read" ||
 		fail "seal keys: mounts with keys a and b both write and read"
