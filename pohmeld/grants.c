@@ -401,6 +401,7 @@ static int conflicts(struct req *r, struct recall_msg **out,
 			if (h->c == r->c)
 				continue;
 			if (h->recall_id && expired(&h->deadline, &now)) {
+				stats.grants_lease_expired++;
 				log_info("%s: lease expired, grant on %llu "
 					 "revoked", h->c->peer,
 					 (unsigned long long)o->oid.id);

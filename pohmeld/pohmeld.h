@@ -185,6 +185,7 @@ struct stats {
 	atomic_ullong grants_refused_quota;	/* max-grants-per-connection */
 	atomic_ullong outbox_cut_stalled;	/* took nothing for a lease */
 	atomic_ullong outbox_cut_full;		/* outbox over its bound */
+	atomic_ullong grants_lease_expired;	/* revoked: RECALL not acked */
 };
 extern struct stats stats;
 const char *op_name(unsigned int op);

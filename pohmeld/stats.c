@@ -91,6 +91,8 @@ size_t stats_format(char *buf, size_t cap)
 	     (unsigned long long)stats.outbox_cut_stalled);
 	EMIT("outbox_cut_full %llu\n",
 	     (unsigned long long)stats.outbox_cut_full);
+	EMIT("grants_lease_expired %llu\n",
+	     (unsigned long long)stats.grants_lease_expired);
 	for (i = 1; i < POHMEL_OP_MAX; i++) {
 		unsigned long long ops = stats.ops[i], errs = stats.errors[i];
 

@@ -228,7 +228,8 @@ int pohmel_commit(struct inode *inode, struct pohmel_handle *h, u32 flags,
 		unpin(inode, u);
 	}
 	if (wt_lost(set.wt_state, set.wt_gen, before, after)) {
-		pr_warn_ratelimited("%pISpc: inode %llu: changes made around the page cache before the server's restart were lost with its memory\n",
+		pr_warn_ratelimited("%s (%pISpc): inode %llu: changes made around the page cache before the server's restart were lost with its memory\n",
+				    pohmel_conn(inode)->name,
 				    &pohmel_conn(inode)->addr, pi->oid.id);
 		mapping_set_error(inode->i_mapping, -EIO);
 		return -EIO;
@@ -284,8 +285,8 @@ int pohmel_commit_fs(struct super_block *sb)
 	spin_unlock(&sbi->wt_lock);
 	if (!wt_lost(state, gen, before, after))
 		return 0;
-	pr_warn_ratelimited("%pISpc: names or data written around the page cache before the server's restart were lost with its memory: syncfs reports EIO\n",
-			    &sbi->conn.addr);
+	pr_warn_ratelimited("%s (%pISpc): names or data written around the page cache before the server's restart were lost with its memory: syncfs reports EIO\n",
+			    sbi->conn.name, &sbi->conn.addr);
 	errseq_set(&sb->s_wb_err, -EIO);
 	return -EIO;
 }

@@ -174,8 +174,8 @@ static int send_req(struct pohmel_conn *c, struct pohmel_req *req)
 	h->seq = cpu_to_be64(req->seq);
 	err = pohmel_seal_send(c->seal, c->sock, req->sbuf, req->slen);
 	if (err == -EKEYEXPIRED)
-		pr_info_ratelimited("%pISpc: keys used up on this connection: reconnecting for new ones\n",
-				    &c->addr);
+		pr_info_ratelimited("%s (%pISpc): keys used up on this connection: reconnecting for new ones\n",
+				    c->name, &c->addr);
 	if (err) {
 		/* the stream is now unframed: let the thread start over */
 		kernel_sock_shutdown(c->sock, SHUT_RDWR);
@@ -476,7 +476,7 @@ static int conn_connect(struct pohmel_conn *c, struct socket **sockp,
 
 	/* the handshake learnt that the server is 1.0: once more without */
 	if (err == -EAGAIN && !proto10 && c->sess.proto10) {
-		pr_warn("%pISpc: %s\n", &c->addr, c->why);
+		pr_warn("%s (%pISpc): %s\n", c->name, &c->addr, c->why);
 		err = connect_once(c, sockp, sealp);
 	}
 	return err;
@@ -602,8 +602,8 @@ void pohmel_conn_proto_error(struct pohmel_conn *c, u32 gen, const char *what)
 	bool same;
 
 	atomic64_inc(&c->stats.proto_errors);
-	pr_warn_ratelimited("%pISpc: %s: dropping the connection\n", &c->addr,
-			    what);
+	pr_warn_ratelimited("%s (%pISpc): %s: dropping the connection\n",
+			    c->name, &c->addr, what);
 	spin_lock(&c->lock);
 	same = c->gen == gen;
 	spin_unlock(&c->lock);
@@ -891,13 +891,13 @@ static int recv_one(struct pohmel_conn *c, struct socket *sock,
 		return err;	/* idle: see POHMEL_IDLE_PING */
 	if (err == -EBADMSG) {
 		atomic64_inc(&c->stats.seal_failures);
-		pr_warn_ratelimited("%pISpc: a record failed its integrity check (changed, lost, repeated or forged on the way): dropping the connection\n",
-				    &c->addr);
+		pr_warn_ratelimited("%s (%pISpc): a record failed its integrity check (changed, lost, repeated or forged on the way): dropping the connection\n",
+				    c->name, &c->addr);
 		return -EPROTO;
 	}
 	if (err == -EKEYEXPIRED) {
-		pr_info_ratelimited("%pISpc: keys used up on this connection: reconnecting for new ones\n",
-				    &c->addr);
+		pr_info_ratelimited("%s (%pISpc): keys used up on this connection: reconnecting for new ones\n",
+				    c->name, &c->addr);
 		return err;
 	}
 	if (err == -EPROTO)
@@ -963,9 +963,9 @@ out_free:
 
 proto:
 	atomic64_inc(&c->stats.proto_errors);
-	pr_warn_ratelimited("%pISpc: malformed message (op %u tag %u len %u): dropping the connection\n",
-			    &c->addr, be16_to_cpu(h.op), be32_to_cpu(h.tag),
-			    be32_to_cpu(h.len));
+	pr_warn_ratelimited("%s (%pISpc): malformed message (op %u tag %u len %u): dropping the connection\n",
+			    c->name, &c->addr, be16_to_cpu(h.op),
+			    be32_to_cpu(h.tag), be32_to_cpu(h.len));
 	kvfree(buf);
 	return -EPROTO;
 }
@@ -1039,8 +1039,8 @@ static void refuse(struct pohmel_conn *c, bool refused)
 	c->refused = refused;
 	spin_unlock(&c->lock);
 	if (refused && !was) {
-		pr_warn("%pISpc: the server refuses our key: calls fail with EACCES until it accepts it again\n",
-			&c->addr);
+		pr_warn("%s (%pISpc): the server refuses our key: calls fail with EACCES until it accepts it again\n",
+			c->name, &c->addr);
 		fail_all(c, -EACCES);
 	}
 }
@@ -1080,14 +1080,14 @@ static int conn_thread(void *data)
 			continue;
 		}
 		if (!logged)
-			pr_notice("%pISpc: connection lost, reconnecting\n",
-				  &c->addr);
+			pr_notice("%s (%pISpc): connection lost, reconnecting\n",
+				  c->name, &c->addr);
 		err = conn_connect(c, &sock, &seal);
 		if (err == -EACCES)
 			refuse(c, true);
 		if (err && c->why && logged < 2) {
-			pr_warn("%pISpc: reconnect failed: %s\n", &c->addr,
-				c->why);
+			pr_warn("%s (%pISpc): reconnect failed: %s\n",
+				c->name, &c->addr, c->why);
 			logged = 2;
 		}
 		logged = max(logged, 1);
@@ -1097,7 +1097,7 @@ static int conn_thread(void *data)
 			continue;
 		}
 		refuse(c, false);
-		pr_notice("%pISpc: reconnected\n", &c->addr);
+		pr_notice("%s (%pISpc): reconnected\n", c->name, &c->addr);
 		logged = 0;
 		backoff = POHMEL_BACKOFF_MIN;
 		atomic64_inc(&c->stats.reconnects);

@@ -267,6 +267,8 @@ struct pohmel_conn {
 
 	struct sockaddr_storage addr;
 	int addrlen;
+	/* the mount's source as written (HOST:/PATH), for log lines; fixed */
+	char name[64];
 	struct net *net;		/* mounter's netns, referenced; fixed */
 	bool soft;
 	unsigned long timeo;		/* soft: per-call limit, jiffies */

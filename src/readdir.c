@@ -498,7 +498,9 @@ static int pohmel_readdir(struct file *file, struct dir_context *ctx)
 		pohmel_dir_iter_end(&it);
 		if (!any) {
 			/* not at the end, yet nothing came: a broken server */
-			pr_warn_ratelimited("empty READDIR reply before the end of directory %llu\n",
+			pr_warn_ratelimited("%s (%pISpc): empty READDIR reply before the end of directory %llu\n",
+					    pohmel_conn(dir)->name,
+					    &pohmel_conn(dir)->addr,
 					    POHMEL_I(dir)->oid.id);
 			err = -EIO;
 			break;
@@ -508,7 +510,9 @@ static int pohmel_readdir(struct file *file, struct dir_context *ctx)
 			 * It resumes where we asked again: a broken server
 			 * would have us list the same entries for ever.
 			 */
-			pr_warn_ratelimited("READDIR of directory %llu does not advance\n",
+			pr_warn_ratelimited("%s (%pISpc): READDIR of directory %llu does not advance\n",
+					    pohmel_conn(dir)->name,
+					    &pohmel_conn(dir)->addr,
 					    POHMEL_I(dir)->oid.id);
 			err = -EIO;
 			dc->err = err;

@@ -63,8 +63,8 @@ static void update_verifier(struct pohmel_conn *c,
 	}
 	if (changed && !first) {
 		atomic_inc(&s->verf_gen);
-		pr_notice("%pISpc: server's write verifier changed: writes not yet made stable are sent again\n",
-			  &c->addr);
+		pr_notice("%s (%pISpc): server's write verifier changed: writes not yet made stable are sent again\n",
+			  c->name, &c->addr);
 	}
 }
 
@@ -292,8 +292,8 @@ int pohmel_session_handshake(struct pohmel_conn *c, struct socket *sock,
 
 	if (s->server_boot_gen &&
 	    s->server_boot_gen != be64_to_cpu(reply->boot_gen))
-		pr_notice("%pISpc: server restarted: replaying what it did not answer\n",
-			  &c->addr);
+		pr_notice("%s (%pISpc): server restarted: replaying what it did not answer\n",
+			  c->name, &c->addr);
 	update_verifier(c, reply, feat);
 	s->server_boot_gen = be64_to_cpu(reply->boot_gen);
 	WRITE_ONCE(s->features, feat);

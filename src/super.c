@@ -410,7 +410,9 @@ static int pohmel_write_inode(struct inode *inode,
 	 */
 	if (READ_ONCE(POHMEL_SB(inode->i_sb)->umounting) &&
 	    !pohmel_conn_is_up(pohmel_conn(inode))) {
-		pr_warn_ratelimited("umount: server unreachable: written data not committed to its stable storage\n");
+		pr_warn_ratelimited("%s (%pISpc): umount: server unreachable: written data not committed to its stable storage\n",
+				    pohmel_conn(inode)->name,
+				    &pohmel_conn(inode)->addr);
 		return 0;
 	}
 	err = pohmel_commit_inode(inode);
@@ -491,6 +493,7 @@ static int pohmel_fill_super(struct super_block *sb, struct fs_context *fc)
 
 	memcpy(&c->addr, &o->addr, sizeof(c->addr));
 	c->addrlen = o->addrlen;
+	strscpy(c->name, fc->source, sizeof(c->name));
 	c->soft = o->soft;
 	c->timeo = (unsigned long)o->timeo * HZ;
 	memcpy(c->sess.key, o->key, o->keylen);

@@ -316,8 +316,8 @@ static void flush_done(struct pohmel_sb_info *sbi, struct pohmel_wb_ent *ent,
 	}
 	/* the server refused it: the next fsync/syncfs reports it */
 	atomic64_inc(&sbi->stats.wb_errors);
-	pr_warn_ratelimited("%pISpc: a create made locally in directory %llu (\"%.*s\") failed on the server: error %d\n",
-			    &sbi->conn.addr, POHMEL_I(ent->dir)->oid.id,
+	pr_warn_ratelimited("%s (%pISpc): a create made locally in directory %llu (\"%.*s\") failed on the server: error %d\n",
+			    sbi->conn.name, &sbi->conn.addr, POHMEL_I(ent->dir)->oid.id,
 			    ent->namelen, ent->data, err);
 	mapping_set_error(ent->dir->i_mapping, err);
 	pohmel_invalidate_attrs(ent->dir);
@@ -575,8 +575,8 @@ void pohmel_wb_shutdown(struct pohmel_sb_info *sbi)
 	list_splice_init(&wb->log, &left);
 	spin_unlock(&wb->lock);
 	list_for_each_entry_safe(ent, tmp, &left, list) {
-		pr_warn("%pISpc: umount: a create made locally (\"%.*s\") never reached the server\n",
-			&sbi->conn.addr, ent->namelen, ent->data);
+		pr_warn("%s (%pISpc): umount: a create made locally (\"%.*s\") never reached the server\n",
+			sbi->conn.name, &sbi->conn.addr, ent->namelen, ent->data);
 		atomic_dec(&sbi->conn.wb_pending);
 		list_del(&ent->list);
 		free_ent(ent);

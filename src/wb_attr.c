@@ -216,8 +216,8 @@ int pohmel_wb_attr_flush(struct inode *inode)
 	if (!err)
 		return pohmel_refresh_inode(inode, &fa, POHMEL_REFRESH_OWN);
 	atomic64_inc(&sbi->stats.wb_errors);
-	pr_warn_ratelimited("%pISpc: an attribute change made locally to object %llu failed on the server: error %d\n",
-			    &sbi->conn.addr, pi->oid.id, err);
+	pr_warn_ratelimited("%s (%pISpc): an attribute change made locally to object %llu failed on the server: error %d\n",
+			    sbi->conn.name, &sbi->conn.addr, pi->oid.id, err);
 	mapping_set_error(inode->i_mapping, err);
 	pohmel_invalidate_attrs(inode);
 	return err;

@@ -402,7 +402,13 @@ static void t_flush_before_ack(void)
 	cl_close(&c);
 }
 
-/* A never acks: B is answered once the lease ran out. */
+static long stat_of(struct pc *c, const char *name);
+
+/*
+ * A never acks: B is answered once the lease ran out. That B's answer
+ * came by the lease's end (not early, not by an ack) is observed: the
+ * server counts the grant it revoked for the unacked RECALL.
+ */
 static void t_lease(void)
 {
 	struct pc a, b;
@@ -410,19 +416,24 @@ static void t_lease(void)
 	struct wattr f, x;
 	uint32_t st = 0;
 	double t0, dt;
+	long e0, e1;
 
 	CHECK(gopen(&a, &sp2, true) == 0 && gopen(&b, &sp2, true) == 0,
 	      "two grant sessions (lease 1 s)");
 	CHECK(mkfile(&a, "ls", &f) == 0 && pc_getattr(&a, &f.oid, &x) == 0 &&
 	      x.grant == POHMEL_GRANT_SHARED, "A: SHARED");
+	e0 = stat_of(&b, "grants_lease_expired");
 	t0 = now_s();
 	CHECK(send_write(&b, &f.oid, 90) == 0 &&
 	      pc_next_recall(&a, 10000, &rc) == 0, "A: RECALL, not acked");
 	CHECK(reply_grant(&b, 90, &st) == POHMEL_GRANT_EXCL && st == 0,
 	      "B: answered anyway, EXCL");
 	dt = now_s() - t0;
-	CHECK(dt >= LEASE_SHORT * 0.9 && dt < 15,
-	      "B waited for the lease (%.2f s)", dt);
+	e1 = stat_of(&b, "grants_lease_expired");
+	CHECK(e0 >= 0 && e1 == e0 + 1,
+	      "B was answered by the lease's end: one grant revoked unacked "
+	      "(grants_lease_expired %ld -> %ld)", e0, e1);
+	CHECK(dt < 15, "within the lease and a margin (%.2f s)", dt);
 	CHECK(pc_recall_ack(&a, &rc) == 0 && pc_ping(&a) == 0,
 	      "a late ack is harmless");
 	cl_close(&a);
@@ -486,6 +497,7 @@ static void t_mutual(void)
 	struct mut ma = { &a, 101, -1, 1 }, mb = { &b, 102, -1, 1 };
 	pthread_t ta, tb;
 	double t0, dt;
+	long e0, e1;
 
 	CHECK(gopen(&a, &sp, true) == 0 && gopen(&b, &sp, true) == 0,
 	      "two grant sessions");
@@ -494,6 +506,7 @@ static void t_mutual(void)
 	      pc_getattr(&b, &fy.oid, &t) == 0 && t.grant,
 	      "A holds mx, B holds my");
 	a.auto_ack = b.auto_ack = true;
+	e0 = stat_of(&a, "grants_lease_expired");
 	t0 = now_s();
 	CHECK(send_write(&a, &fy.oid, 101) == 0 &&
 	      send_write(&b, &fx.oid, 102) == 0, "both WRITEs in flight");
@@ -504,9 +517,11 @@ static void t_mutual(void)
 	dt = now_s() - t0;
 	CHECK(ma.st == 0 && mb.st == 0 && ma.grant == POHMEL_GRANT_EXCL &&
 	      mb.grant == POHMEL_GRANT_EXCL, "both complete, each EXCL");
-	CHECK(a.recalls_seen == 1 && b.recalls_seen == 1 &&
-	      dt < LEASE_LONG / 2,
-	      "by acks, not by the lease (%.2f s)", dt);
+	e1 = stat_of(&a, "grants_lease_expired");
+	CHECK(a.recalls_seen == 1 && b.recalls_seen == 1 && e0 >= 0 &&
+	      e1 == e0 && dt < LEASE_LONG / 2,
+	      "by acks, not by the lease (no grant revoked unacked: "
+	      "grants_lease_expired %ld -> %ld; %.2f s)", e0, e1, dt);
 	cl_close(&a);
 	cl_close(&b);
 }
@@ -835,7 +850,7 @@ static void t_release(void)
 	struct pc_recall rc;
 	struct wattr f, g, t;
 	uint32_t st = 1;
-	long h0, h1, w1;
+	long h0, h1, w1, e0, e1;
 	double t0, dt;
 
 	CHECK(gopen(&a, &sp, true) == 0 && gopen(&b, &sp, true) == 0 &&
@@ -859,6 +874,7 @@ static void t_release(void)
 	      "B writes rl1: no RECALL to A");
 
 	/* a RECALL pending: the RELEASE acks it */
+	e0 = stat_of(&b, "grants_lease_expired");
 	t0 = now_s();
 	CHECK(send_write(&b, &g.oid, 120) == 0 &&
 	      pc_next_recall(&a, 10000, &rc) == 0 && rc.oid.id == g.oid.id,
@@ -867,7 +883,10 @@ static void t_release(void)
 	CHECK(release(&a, &g.oid, 1) == 0 && reply_grant(&b, 120, &st) >= 0 &&
 	      st == 0, "A releases rl2 instead of acking: B answered");
 	dt = now_s() - t0;
-	CHECK(dt < LEASE_LONG / 2, "by the RELEASE, not the lease (%.2f s)", dt);
+	e1 = stat_of(&b, "grants_lease_expired");
+	CHECK(e0 >= 0 && e1 == e0 && dt < LEASE_LONG / 2,
+	      "by the RELEASE, not the lease (grants_lease_expired %ld -> %ld; "
+	      "%.2f s)", e0, e1, dt);
 	w1 = stat_of(&b, "watches");
 	CHECK(w1 >= 0, "STATS reports watches (%ld)", w1);
 

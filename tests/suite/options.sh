@@ -12,6 +12,8 @@
 #   of at most that size;
 #   fstab by name: a host name stays the source in /proc/mounts (addr=
 #   the address): mount -a twice mounts once, umount NAME:/ finds it;
+#   after a server restart its reconnect line in the kernel log names
+#   that source;
 #   down: syncfs sends an FSYNC after a change and none when nothing
 #   changed; with the server stopped and staying stopped, sync -f of the
 #   unchanged mount returns, and a clean mount (nothing dirty) unmounts
@@ -196,6 +198,16 @@ if fstab_mount; then
 	pohmelstat -i 1 2 "$m" >"$scratch/pstat2" 2>&1 && [ "$(grep -c "^pohmelsrv:/ on $m" "$scratch/pstat2")" = 2 ] &&
 		pass "pohmelstat -i 1 2: two reports, then it exits" ||
 		{ fail "pohmelstat -i 1 2: two reports, then it exits"; diag "$(cat "$scratch/pstat2")"; }
+	# kernel log lines name the mount's source as written, then the
+	# address: a server restart shows as this mount's reconnect
+	k0=$(dmesg | wc -l)
+	reconnect_named() { dmesg | tail -n +$((k0 + 1)) | grep -qF "pohmelsrv:/ (127.0.0.1:$port): reconnected"; }
+	if server restart >/dev/null 2>&1 && within 30 reconnect_named; then
+		pass "kernel log: the reconnect names the mount's source (pohmelsrv:/ (127.0.0.1:$port): reconnected)"
+	else
+		fail "kernel log: the reconnect names the mount's source (pohmelsrv:/ (127.0.0.1:$port): reconnected)"
+		diag "$(dmesg | tail -n +$((k0 + 1)) | grep -i pohmel | tail -n 5)"
+	fi
 	timeout -k 5 30 umount pohmelsrv:/ && [ "$(n_at)" = 0 ] &&
 		pass "fstab by name: umount pohmelsrv:/ unmounts it" ||
 		fail "fstab by name: umount pohmelsrv:/ unmounts it ($(n_at) mounts left)"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # seal group (guest only): protocol 1.3's protection (issue 16). The group
 # runs its own pohmeld A (port 7451, keys a and b, export minimum sec=none)
-# and B (7453, export sec=seal keys=a), and seal_relay (seal_relay.c) on
+# and B (7453, export sec=seal keys=a root_squash), and seal_relay (seal_relay.c) on
 # 7452 in front of A:
 #   faults   one sec=seal mount through the relay; for each fault of
 #            POHMEL_SEAL_FAULTS the relay spoils one message while
@@ -31,6 +31,8 @@
 #            reads keyfile= (NAME HEX lines) with keyname=; B refuses
 #            (EACCES) a key that its keys= does not list, and a sec=none
 #            mount, while it takes key a sealed
+#   squash   B squashes root: what root creates through it is 65534's,
+#            a root-owned 0644 file and 0755 directory refuse it (EACCES)
 #   options  /proc/mounts says sec=seal (the default with a key) and
 #            mountstats' protection line names the cipher
 # Knobs: POHMEL_SEAL_FAULTS (faults, ';' between, see seal_relay.c),
@@ -84,8 +86,14 @@ cat >"$GS/b.conf" <<EOF
 port $PB
 key-file $GS/keys-b
 state-dir $GS/state-b
-export / $EB rw no_root_squash sec=seal keys=a
+export / $EB rw root_squash sec=seal keys=a
 EOF
+# B squashes root (the one root_squash export of the guest suite): its
+# export root is writable by anyone, a root-owned file and directory
+# in it are not
+chmod 1777 "$EB"
+mkdir -p "$EB/rootdir" && chmod 755 "$EB/rootdir"
+echo root >"$EB/rootfile" && chmod 644 "$EB/rootfile"
 
 # ---- processes and mounts of the group, undone at exit -------------------
 pid_a= pid_b= rpid= mounts=()
@@ -616,9 +624,22 @@ fi
 mounts+=("$MX")
 umnt "$MX"
 
-# B: export sec=seal keys=a
+# B: export sec=seal keys=a root_squash
 if mnt "$MX" "$PB" "key=$KA,keyname=a,sec=seal" 2>"$GS/mount.err" && rw_ok "$MX" b.1; then
 	pass "seal keys: B (sec=seal keys=a) takes key a sealed (control)"
+	# root on the client is the anonymous user on B (default 65534)
+	own=$(stat -c %u:%g "$EB/b.1" 2>&1)
+	[ "$own" = 65534:65534 ] &&
+		pass "root_squash: a file root creates through B is 65534:65534 in the export" ||
+		fail "root_squash: a file root creates through B is 65534:65534 in the export (got $own)"
+	err=$( { echo x >>"$MX/rootfile"; } 2>&1)
+	[ "$(cat "$EB/rootfile")" = root ] && [[ $err == *"Permission denied"* ]] &&
+		pass "root_squash: root cannot append to a root-owned 0644 file through B (EACCES)" ||
+		fail "root_squash: root cannot append to a root-owned 0644 file through B (EACCES; got '$err', file '$(cat "$EB/rootfile")')"
+	err=$(touch "$MX/rootdir/x" 2>&1)
+	[ ! -e "$EB/rootdir/x" ] && [[ $err == *"Permission denied"* ]] &&
+		pass "root_squash: root cannot create in a root-owned 0755 directory through B (EACCES)" ||
+		fail "root_squash: root cannot create in a root-owned 0755 directory through B (EACCES; got '$err')"
 else
 	fail "seal keys: B (sec=seal keys=a) takes key a sealed (control)"
 	diag "$(cat "$GS/mount.err")"
