@@ -17,9 +17,10 @@ DEMO_SUITE ?= bookworm
 # SUITE_ARGS_LIGHT (500 trials, 6,000 operations, 500 fsx operations per
 # mount of the options group instead of 2,000, 1,000-entry directories,
 # 10 s of stress, the tools group on a 392-entry tree instead of 792) and
-# split the hostile scenarios and the seal group's relay faults: the Kth of
-# N light kernels runs every Nth from the Kth, so together they run each
-# once. Full sizes: make check-full.
+# split the hostile scenarios, the seal group's relay faults, the options
+# group's seven parts and the tools group's programs: the Kth of N light
+# kernels runs every Nth from the Kth, so together they run each once.
+# Full sizes: make check-full.
 SUITE_ARGS ?= --scale 2 --set POHMEL_READDIR_N=2000 --set POHMEL_FSX_OPS=40000 \
 	--set POHMEL_COHERENCE_TRIALS=4000 --set POHMEL_STRESS_SECONDS=20 \
 	--set POHMEL_TOOLS_TREE=/usr/include/linux
@@ -125,7 +126,8 @@ check-qemu:
 		$(MATRIX_FULL_OPTS) $(MATRIX_FULL) -- $(SUITE_ARGS) || m=1; fi; \
 	k=0; n=$(words $(MATRIX_LIGHT)); for s in $(MATRIX_LIGHT); do k=$$((k + 1)); \
 		tests/qemu/matrix --timeout $(MATRIX_TIMEOUT) $(MATRIX_LIGHT_OPTS) $$s -- $(SUITE_ARGS_LIGHT) \
-			--set POHMEL_HOSTILE_PART=$$k/$$n --set POHMEL_SEAL_PART=$$k/$$n || m=1; done; \
+			--set POHMEL_HOSTILE_PART=$$k/$$n --set POHMEL_SEAL_PART=$$k/$$n \
+			--set POHMEL_OPTIONS_PART=$$k/$$n --set POHMEL_TOOLS_PART=$$k/$$n || m=1; done; \
 	h=0; tests/qemu/selftest/selftest $(SELFTEST_SUITE) || h=1; \
 	l=0; tests/lint sparse || l=1; \
 	c=0; $(MAKE) check-powercut || c=1; \

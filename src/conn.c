@@ -30,12 +30,20 @@
 #define POHMEL_BACKOFF_MIN	(HZ / 10)
 #define POHMEL_BACKOFF_MAX	(5 * HZ)
 /*
- * Nothing received for this long while requests wait: send a PING. On a
- * sealed stream a message lost on the way (a relay that drops it) only
- * shows when the next one fails its counter; a hard mount whose callers
- * all wait for that lost reply would otherwise send nothing again.
+ * Nothing received for idle_ping_s seconds while requests wait: send a
+ * PING. On a sealed stream a message lost on the way (a relay that drops
+ * it) only shows when the next one fails its counter; a hard mount whose
+ * callers all wait for that lost reply would otherwise send nothing
+ * again. Read at each connect; lowered only by tests that drop messages.
  */
-#define POHMEL_IDLE_PING	(15 * HZ)
+static unsigned int idle_ping_s = 15;
+module_param(idle_ping_s, uint, 0644);
+MODULE_PARM_DESC(idle_ping_s, "seconds without a reply before a PING (default 15; testing)");
+
+static long idle_ping_jiffies(void)
+{
+	return (long)clamp_t(unsigned int, READ_ONCE(idle_ping_s), 1, 3600) * HZ;
+}
 
 int pohmel_conn_send_all(struct socket *sock, const void *buf, size_t len)
 {
@@ -452,7 +460,7 @@ static int connect_once(struct pohmel_conn *c, struct socket **sockp,
 	err = pohmel_session_handshake(c, sock, sealp);
 	if (err)
 		goto err_sock;
-	sock->sk->sk_rcvtimeo = POHMEL_IDLE_PING;
+	sock->sk->sk_rcvtimeo = idle_ping_jiffies();
 	/*
 	 * A server that stops reading must not hold a soft mount's sender
 	 * (and everyone queued on send_mutex behind it) past timeo: the
@@ -888,7 +896,7 @@ static int recv_one(struct pohmel_conn *c, struct socket *sock,
 
 	err = pohmel_seal_recv(seal, sock, &h, &buf, c->sess.max_msg, true);
 	if (err == -EAGAIN)
-		return err;	/* idle: see POHMEL_IDLE_PING */
+		return err;	/* idle: see idle_ping_s */
 	if (err == -EBADMSG) {
 		atomic64_inc(&c->stats.seal_failures);
 		pr_warn_ratelimited("%s (%pISpc): a record failed its integrity check (changed, lost, repeated or forged on the way): dropping the connection\n",
@@ -970,7 +978,7 @@ proto:
 	return -EPROTO;
 }
 
-/* The idle PING (POHMEL_IDLE_PING), sent and forgotten from recall_wq. */
+/* The idle PING (idle_ping_s), sent and forgotten from recall_wq. */
 static void ping_work(struct work_struct *work)
 {
 	struct pohmel_conn *c = container_of(work, struct pohmel_conn,
@@ -989,7 +997,7 @@ static void ping_work(struct work_struct *work)
 	pohmel_req_put(req);
 }
 
-/* Nothing came for POHMEL_IDLE_PING: ping if anyone waits for a reply. */
+/* Nothing came for idle_ping_s: ping if anyone waits for a reply. */
 static void idle_ping(struct pohmel_conn *c)
 {
 	struct pohmel_req *req;

@@ -18,8 +18,16 @@ meta() { (cd "$1" && find . \( -type d -printf '%y %m - %p\n' \) -o -printf '%y 
 metat() { (cd "$1" && find . -type f -printf '%y %m %s %T@ %p\n' | LC_ALL=C sort); }
 
 base=$(basename "$tree")
+# POHMEL_TOOLS_PART=K/N: part 1 of 2 runs tar, fio, ACLs and locktest,
+# part 2 git and rsync (which uses git's tree); 1/1 (default) all
+part=${POHMEL_TOOLS_PART:-1/1}
+in_part "$part" 1 >/dev/null 2>&1 || [ $? = 1 ] || { fail "tools: POHMEL_TOOLS_PART=$part is not K/N"; part=1/1; }
+# the sections and the part index each belongs to
+p_tar=1 p_git=2 p_rsync=2 p_fio=1 p_acl=1 p_lock=1
+runs() { in_part "$part" "$1" || { diag "tools: $2 runs in the other part (POHMEL_TOOLS_PART=$part)"; return 1; }; }
 # --- tar ---
-if [ -d "$tree" ] && have tar; then
+if ! runs $p_tar tar; then :
+elif [ -d "$tree" ] && have tar; then
 	own=()	# a non-root extract cannot keep the owners: archive as ourselves
 	is_root || own=(--owner="$(id -u)" --group="$(id -g)" --numeric-owner)
 	tar -C "$(dirname "$tree")" "${own[@]}" -cf "$scratch/tree.tar" "$base" 2>/dev/null
@@ -42,7 +50,8 @@ else
 fi
 
 # --- git ---
-if have git; then
+if ! runs $p_git git; then :
+elif have git; then
 	g() { git -c user.name=suite -c user.email=suite@example.invalid -c init.defaultBranch=main \
 		-c gc.auto=0 "$@"; }
 	src=$scratch/gitsrc
@@ -77,7 +86,8 @@ else
 fi
 
 # --- rsync ---
-if have rsync && [ -d "$tree" ]; then
+if ! runs $p_rsync rsync; then :
+elif have rsync && [ -d "$tree" ]; then
 	t=$(sec)
 	check "rsync: -a $tree to mount 1" rsync -a "$tree/" "$w1/rs/"
 	diag "rsync took $(took "$t")"
@@ -93,7 +103,8 @@ else
 fi
 
 # --- fio ---
-if have fio; then
+if ! runs $p_fio fio; then :
+elif have fio; then
 	fj() { fio --verify_state_save=0 --output-format=normal --minimal --ioengine=psync --verify=crc32c --verify_fatal=1 \
 		--do_verify=1 --group_reporting "$@"; }
 	check "fio: 4 MiB random 4k writes, crc32c verify (buffered)" \
@@ -115,7 +126,8 @@ else
 fi
 
 # --- ACL tools ---
-if have setfacl && have getfacl; then
+if ! runs $p_acl ACLs; then :
+elif have setfacl && have getfacl; then
 	touch "$w1/acl.file"
 	check "setfacl: user:nobody:rw on mount 1" setfacl -m u:nobody:rw,g::r "$w1/acl.file"
 	check "getfacl: entry visible on mount 2" sh -c "getfacl -cn '$w2/acl.file' | grep -qx 'user:65534:rw-'"
@@ -128,7 +140,8 @@ fi
 # --- pohmel locktest: lock owners as the server got them ---
 # An fcntl write lock and a flock held on mount 1; the server must know
 # their owners by opaque ids, not by kernel addresses (x86-64: upper half).
-if [ -n "$local" ] || [ -z "${POHMEL_EXPORT:-}" ] || ! have pohmel || ! have perl; then
+if ! runs $p_lock locktest; then :
+elif [ -n "$local" ] || [ -z "${POHMEL_EXPORT:-}" ] || ! have pohmel || ! have perl; then
 	skip "pohmel locktest: lock owners on the wire" "needs the guest's mounts and server, pohmel, perl"
 else
 	rel=${w1#"$POHMEL_MNT1"}
