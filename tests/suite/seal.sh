@@ -36,7 +36,9 @@
 #   options  /proc/mounts says sec=seal (the default with a key) and
 #            mountstats' protection line names the cipher
 # Knobs: POHMEL_SEAL_FAULTS (faults, ';' between, see seal_relay.c),
-# POHMEL_SEAL_PART (K/N: the control and every Nth fault from the Kth),
+# POHMEL_SEAL_PART (K/N: the control and every Nth fault from the Kth,
+# and every Nth of the sections after them: hello, cipher, hello-slow,
+# rekey, wire, keys),
 # POHMEL_SEAL_FILES (3), POHMEL_SEAL_LINES (4), POHMEL_POHMELD (the
 # server binary, default /usr/local/sbin/pohmeld).
 # Usage: seal.sh BIN SCRATCH [local]
@@ -365,6 +367,16 @@ relay_stop
 [ -z "$ip0" ] || echo "$ip0" >"$ip"
 diag "relay: $(grep -c '^relay: connection [0-9]* from' "$rlog") connections; faults: $(grep -c '^relay: fault:' "$rlog") log lines"
 
+# The sections after the faults, each with its index for POHMEL_SEAL_PART
+# K/N (every Nth from the Kth: part 1 of 2 runs hello, hello-slow and
+# wire, part 2 cipher, rekey and keys; the default 1/1 runs all).
+seal_runs() {	# INDEX NAME
+	in_part "${POHMEL_SEAL_PART:-1/1}" "$1" && return 0
+	diag "seal: $2 runs in the other part (POHMEL_SEAL_PART=${POHMEL_SEAL_PART:-1/1})"
+	return 1
+}
+
+if seal_runs 1 hello; then
 # ---- hello: a changed HELLO request fails the handshake ------------------
 MH=$GS/m-hello
 for what in features bootgen; do
@@ -392,11 +404,14 @@ for what in features bootgen; do
 	fi
 	relay_stop
 done
+fi
 
+if seal_runs 3 hello-slow; then
 # ---- a slow server: the handshake waits timeo (at least 10 s) -----------
 # The HELLO reply held 12 s (A's handshake-timeout is 30 s): a mount with
 # the default timeo (60) waits for it; one with soft,timeo=11 gives up.
 name="seal hello-slow"
+MH=$GS/m-hello
 hl=$GS/relay-hello-slow.log
 if ! relay_start "$hl" -f "hello-slow 12"; then
 	fail "$name: start seal_relay"
@@ -419,7 +434,9 @@ else
 		'timed out|no answer in time|ETIMEDOUT'
 	relay_stop
 fi
+fi
 
+if seal_runs 2 cipher; then
 # ---- cipher=: each AEAD through a mount of A ----------------------------
 MX=$GS/m-cipher
 for sc in "seal chacha20-poly1305" "auth chacha20-poly1305" "seal aes-256-gcm"; do
@@ -449,9 +466,17 @@ for sc in "seal chacha20-poly1305" "auth chacha20-poly1305" "seal aes-256-gcm"; 
 	rm -f "$GS/$f.src" "$EA/$f"
 	umnt "$MX" || fail "$name: unmounts (needed umount -l)"
 done
+refused "seal cipher=: an unknown cipher is refused" "$MX" "$PA" \
+	"key=$KA,keyname=a,cipher=rot13" 'invalid|EINVAL|bad value|cipher'
+refused "seal cipher=: refused without a key (sec=none)" "$MX" "$PA" \
+	"cipher=aes-256-gcm" 'invalid|EINVAL|cipher= needs'
+fi
+
+if seal_runs 4 rekey; then
 # ---- keys used up: a connection's records are bounded (seal_msgs_max) ---
 # The module's limit (2^32 records per direction) lowered to 16: the
 # client reconnects for new keys again and again, and nothing is lost.
+MX=$GS/m-rekey
 pm=/sys/module/pohmelfs/parameters/seal_msgs_max
 name="seal rekey"
 if [ ! -w "$pm" ]; then
@@ -482,11 +507,9 @@ else
 	rm -f "$GS/rk.src" "$EA"/rk*
 	umnt "$MX" || fail "$name: unmounts (needed umount -l)"
 fi
-refused "seal cipher=: an unknown cipher is refused" "$MX" "$PA" \
-	"key=$KA,keyname=a,cipher=rot13" 'invalid|EINVAL|bad value|cipher'
-refused "seal cipher=: refused without a key (sec=none)" "$MX" "$PA" \
-	"cipher=aes-256-gcm" 'invalid|EINVAL|cipher= needs'
+fi
 
+if seal_runs 5 wire; then
 # ---- wire: what a capture of each protection level shows ------------------
 MC=$GS/m-cap
 wire() {	# SEC
@@ -538,7 +561,9 @@ if wire auth; then
 		pass "seal wire sec=auth: the content is on the wire in clear (integrity only)" ||
 		fail "seal wire sec=auth: the content is on the wire in clear (integrity only)"
 fi
+fi
 
+if seal_runs 6 keys; then
 # ---- keys: rotation and revocation on A, keys= and sec= on B -------------
 MA=$GS/m-a MB=$GS/m-b MX=$GS/m-x
 if ! mnt "$MA" "$PA" "key=$KA,keyname=a" 2>"$GS/mount.err"; then
@@ -661,6 +686,7 @@ refused "seal keys: B refuses key b, which its keys=a does not list (EKEYREJECTE
 	"$MX" "$PB" "key=$KB,keyname=b,sec=seal" "$EACCES"
 refused "seal keys: B (sec=seal) refuses a sec=none mount with key a (EKEYREJECTED)" \
 	"$MX" "$PB" "key=$KA,keyname=a,sec=none" "$EACCES"
+fi
 
 if klog_bad >"$GS/klog.bad"; then
 	fail "seal: no Oops, BUG or WARNING in the kernel log during the group"
