@@ -38,7 +38,9 @@
 # Knobs: POHMEL_SEAL_FAULTS (faults, ';' between, see seal_relay.c),
 # POHMEL_SEAL_PART (K/N: the control and every Nth fault from the Kth,
 # and every Nth of the sections after them: hello, cipher, hello-slow,
-# rekey, wire, keys),
+# rekey, wire, keys), POHMEL_SEAL_SECTIONS_PART (K/N for the sections
+# alone: make check gives the oldest and newest kernel every fault and
+# half the sections each),
 # POHMEL_SEAL_FILES (3), POHMEL_SEAL_LINES (4), POHMEL_POHMELD (the
 # server binary, default /usr/local/sbin/pohmeld).
 # Usage: seal.sh BIN SCRATCH [local]
@@ -370,9 +372,11 @@ diag "relay: $(grep -c '^relay: connection [0-9]* from' "$rlog") connections; fa
 # The sections after the faults, each with its index for POHMEL_SEAL_PART
 # K/N (every Nth from the Kth: part 1 of 2 runs hello, hello-slow and
 # wire, part 2 cipher, rekey and keys; the default 1/1 runs all).
+# POHMEL_SEAL_SECTIONS_PART, when set, splits them apart from the faults.
 seal_runs() {	# INDEX NAME
-	in_part "${POHMEL_SEAL_PART:-1/1}" "$1" && return 0
-	diag "seal: $2 runs in the other part (POHMEL_SEAL_PART=${POHMEL_SEAL_PART:-1/1})"
+	local p=${POHMEL_SEAL_SECTIONS_PART:-${POHMEL_SEAL_PART:-1/1}}
+	in_part "$p" "$1" && return 0
+	diag "seal: $2 runs in the other part ($p)"
 	return 1
 }
 
