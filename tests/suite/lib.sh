@@ -109,6 +109,16 @@ in_part() {
 	esac
 	[ $((($2 - k) % n)) = 0 ]
 }
+# part_runs K/N I WHAT: in_part, saying so when WHAT runs in another
+# part; a part that is not K/N fails and runs everything
+part_runs() {
+	in_part "$1" "$2" 2>/dev/null
+	case $? in
+	0) return 0 ;;
+	1) diag "$3 runs in the other part ($1)"; return 1 ;;
+	*) fail "$3: part '$1' is not K/N"; return 0 ;;
+	esac
+}
 
 # within SECS CMD...: run CMD every 0.1 s until it succeeds (0) or about
 # SECS have passed (1)

@@ -93,9 +93,7 @@ variant() {
 # POHMEL_OPTIONS_PART=K/N: every Nth of the seven parts below from the
 # Kth (1 grants=off, 2 cache=none, 3 cache=strict, 4 rsize/wsize, 5 IPv6,
 # 6 fstab by name, 7 server down); default 1/1, all
-part=${POHMEL_OPTIONS_PART:-1/1}
-in_part "$part" 1 >/dev/null 2>&1 || [ $? = 1 ] || { fail "options: POHMEL_OPTIONS_PART=$part is not K/N"; part=1/1; }
-runs() { in_part "$part" "$1" || { diag "options: $2 runs in the other part (POHMEL_OPTIONS_PART=$part)"; return 1; }; }
+runs() { part_runs "${POHMEL_OPTIONS_PART:-1/1}" "$1" "options: $2"; }
 
 # grants=off: no grant is negotiated or given
 other=

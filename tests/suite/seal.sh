@@ -338,13 +338,13 @@ else
 	IFS=';' read -ra fl <<<"$(tr '\n' ' ' <<<"$faults")"
 	# POHMEL_SEAL_PART=K/N: after the control ("pass"), every Nth fault
 	# from the Kth, so that N kernels together run each once
-	part=${POHMEL_SEAL_PART:-1/1} pk=${part%/*} pn=${part#*/} i=0
+	part=${POHMEL_SEAL_PART:-1/1} i=0
 	for f in "${fl[@]}"; do
 		read -r f <<<"$f"	# trimmed
 		[ -n "$f" ] || continue
 		if [ "$f" != pass ]; then
 			i=$((i + 1))
-			[ $(((i - pk) % pn)) = 0 ] || continue
+			in_part "$part" "$i" || continue
 		fi
 		fault_run "$MS" seal "$f" || break
 	done
@@ -374,10 +374,7 @@ diag "relay: $(grep -c '^relay: connection [0-9]* from' "$rlog") connections; fa
 # wire, part 2 cipher, rekey and keys; the default 1/1 runs all).
 # POHMEL_SEAL_SECTIONS_PART, when set, splits them apart from the faults.
 seal_runs() {	# INDEX NAME
-	local p=${POHMEL_SEAL_SECTIONS_PART:-${POHMEL_SEAL_PART:-1/1}}
-	in_part "$p" "$1" && return 0
-	diag "seal: $2 runs in the other part ($p)"
-	return 1
+	part_runs "${POHMEL_SEAL_SECTIONS_PART:-${POHMEL_SEAL_PART:-1/1}}" "$1" "seal: $2"
 }
 
 if seal_runs 1 hello; then

@@ -20,11 +20,9 @@ metat() { (cd "$1" && find . -type f -printf '%y %m %s %T@ %p\n' | LC_ALL=C sort
 base=$(basename "$tree")
 # POHMEL_TOOLS_PART=K/N: part 1 of 2 runs tar, fio, ACLs and locktest,
 # part 2 git and rsync (which uses git's tree); 1/1 (default) all
-part=${POHMEL_TOOLS_PART:-1/1}
-in_part "$part" 1 >/dev/null 2>&1 || [ $? = 1 ] || { fail "tools: POHMEL_TOOLS_PART=$part is not K/N"; part=1/1; }
 # the sections and the part index each belongs to
 p_tar=1 p_git=2 p_rsync=2 p_fio=1 p_acl=1 p_lock=1
-runs() { in_part "$part" "$1" || { diag "tools: $2 runs in the other part (POHMEL_TOOLS_PART=$part)"; return 1; }; }
+runs() { part_runs "${POHMEL_TOOLS_PART:-1/1}" "$1" "tools: $2"; }
 # --- tar ---
 if ! runs $p_tar tar; then :
 elif [ -d "$tree" ] && have tar; then
