@@ -185,6 +185,26 @@ static void unpin(struct inode *inode, struct pohmel_unstable *u)
 }
 
 /*
+ * The server no longer has the object (ESTALE: removed by another client
+ * or in the export since the WRITEs): its data can never be made stable.
+ * Kept, it would be sent again at every flusher pass for as long as the
+ * inode lives. Given up like a file's data after unlink, and reported to
+ * whoever still has it open through the mapping's error.
+ */
+static int give_up(struct inode *inode, struct commit_set *set, int err)
+{
+	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
+	struct pohmel_unstable *u, *tmp;
+
+	list_for_each_entry_safe(u, tmp, &set->pins, list) {
+		atomic64_add(u->nr, &sbi->stats.commit_dropped);
+		unpin(inode, u);
+	}
+	mapping_set_error(inode->i_mapping, err);
+	return err;
+}
+
+/*
  * Make stable what this inode's WRITEs left unstable: one FSYNC (with
  * @flags, through @h if given) for everything pinned so far, and what a
  * server restart lost written again. Returns 0, -EIO if write-through
@@ -211,6 +231,8 @@ int pohmel_commit(struct inode *inode, struct pohmel_handle *h, u32 flags,
 	err = pohmel_rpc_fsync(pohmel_conn(inode), &pi->oid,
 			       h ? h->handle : 0, flags, fa);
 	after = pohmel_verf_gen(inode);
+	if (err == -ESTALE)
+		return give_up(inode, &set, err);
 	if (err) {
 		put_back(pi, &set);
 		return err;
@@ -219,6 +241,8 @@ int pohmel_commit(struct inode *inode, struct pohmel_handle *h, u32 flags,
 	list_for_each_entry_safe(u, tmp, &set.pins, list) {
 		if (before != after || u->gen != before) {
 			err = resend(inode, u);
+			if (err == -ESTALE)
+				return give_up(inode, &set, err);
 			if (err) {
 				/* the rest goes back, still unstable */
 				put_back(pi, &set);

@@ -71,6 +71,7 @@ struct pohmel_vfs_stats {
 	atomic64_t unstable_pages;	/* written, pinned until committed */
 	atomic64_t commits;		/* FSYNCs sent by commit.c */
 	atomic64_t commit_resends;	/* pages sent again: verifier changed */
+	atomic64_t commit_dropped;	/* pages given up: object gone (ESTALE) */
 	atomic64_t wb_local;		/* objects created locally (wb.c) */
 	atomic64_t wb_batches;		/* BATCHes of the log sent */
 	atomic64_t wb_settled;		/* found applied after a lost reply */

@@ -118,6 +118,7 @@ int pohmel_show_stats(struct seq_file *m, struct dentry *root)
 	S("unstable_pages", &vs->unstable_pages);
 	S("commits", &vs->commits);
 	S("commit_resends", &vs->commit_resends);
+	S("commit_dropped", &vs->commit_dropped);
 	S("wb_local", &vs->wb_local);
 	S("open_deferred", &vs->open_deferred);
 	S("wb_attr_local", &vs->wb_attr_local);
