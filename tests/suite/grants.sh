@@ -67,19 +67,8 @@ walk() {	# a full metadata walk and a full read of the tree on mount 1
 }
 
 # --- a tree made through mount 2, so mount 1 starts cold ---
-mk_tree() {
-	local d f
-	mkdir -p "$w2/tree" || return 1
-	for d in $(seq 1 12); do
-		mkdir "$w2/tree/d$d" || return 1
-		for f in $(seq 1 15); do
-			head -c $((d * 977 + f * 131)) /dev/urandom >"$w2/tree/d$d/f$f" || return 1
-		done
-		ln -s "f1" "$w2/tree/d$d/link" || return 1
-		mkdir "$w2/tree/d$d/empty" || return 1
-	done
-	head -c 3000000 /dev/urandom >"$w2/tree/big" || return 1
-	sync
+mk_tree() {	# tests/suite/mktree.c: one process, not a head(1) per file
+	"$POHMEL_TESTBIN/mktree" "$w2/tree" 12 15 3000000 && sync
 }
 check "grants: build a tree (12 dirs x 15 files, 3 MB file) through mount 2" mk_tree
 
