@@ -185,11 +185,12 @@ static void unpin(struct inode *inode, struct pohmel_unstable *u)
 }
 
 /*
- * The server no longer has the object (ESTALE: removed by another client
- * or in the export since the WRITEs): its data can never be made stable.
- * Kept, it would be sent again at every flusher pass for as long as the
- * inode lives. Given up like a file's data after unlink, and reported to
- * whoever still has it open through the mapping's error.
+ * The server no longer has the object (ESTALE: removed since the WRITEs,
+ * through this mount, another client or in the export, and no handle
+ * keeps it open): its data can never be made stable. Kept, it would be
+ * sent again at every flusher pass for as long as the inode lives. Given
+ * up like a local file's dirty data after its last unlink: no error in
+ * the mapping, which would fail the next syncfs of the whole mount.
  */
 static int give_up(struct inode *inode, struct commit_set *set, int err)
 {
@@ -200,7 +201,6 @@ static int give_up(struct inode *inode, struct commit_set *set, int err)
 		atomic64_add(u->nr, &sbi->stats.commit_dropped);
 		unpin(inode, u);
 	}
-	mapping_set_error(inode->i_mapping, err);
 	return err;
 }
 
