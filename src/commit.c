@@ -184,6 +184,19 @@ static void unpin(struct inode *inode, struct pohmel_unstable *u)
 	kfree(u);
 }
 
+/* Unpin everything in @set; returns how many pages that was. */
+static unsigned long unpin_set(struct inode *inode, struct commit_set *set)
+{
+	struct pohmel_unstable *u, *tmp;
+	unsigned long pages = 0;
+
+	list_for_each_entry_safe(u, tmp, &set->pins, list) {
+		pages += u->nr;
+		unpin(inode, u);
+	}
+	return pages;
+}
+
 /*
  * The server no longer has the object (ESTALE: removed since the WRITEs,
  * through this mount, another client or in the export, and no handle
@@ -194,13 +207,8 @@ static void unpin(struct inode *inode, struct pohmel_unstable *u)
  */
 static int give_up(struct inode *inode, struct commit_set *set, int err)
 {
-	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
-	struct pohmel_unstable *u, *tmp;
-
-	list_for_each_entry_safe(u, tmp, &set->pins, list) {
-		atomic64_add(u->nr, &sbi->stats.commit_dropped);
-		unpin(inode, u);
-	}
+	atomic64_add(unpin_set(inode, set),
+		     &POHMEL_SB(inode->i_sb)->stats.commit_dropped);
 	return err;
 }
 
@@ -368,11 +376,8 @@ void pohmel_unstable_truncate(struct inode *inode, loff_t size)
 /* Eviction: what was not committed is given up (the inode is going). */
 void pohmel_unstable_drop(struct inode *inode)
 {
-	struct pohmel_inode *pi = POHMEL_I(inode);
-	struct pohmel_unstable *u, *tmp;
 	struct commit_set set;
 
-	take_set(pi, &set);
-	list_for_each_entry_safe(u, tmp, &set.pins, list)
-		unpin(inode, u);
+	take_set(POHMEL_I(inode), &set);
+	unpin_set(inode, &set);
 }

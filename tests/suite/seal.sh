@@ -344,7 +344,7 @@ else
 		[ -n "$f" ] || continue
 		if [ "$f" != pass ]; then
 			i=$((i + 1))
-			in_part "$part" "$i" || continue
+			part_runs "$part" "$i" "seal: fault $f" || continue
 		fi
 		fault_run "$MS" seal "$f" || break
 	done
