@@ -7,7 +7,11 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "pohmeld.h"
 
 /* 1.2: MAC = HMAC-SHA256(K, label(8) || n1 || n2 || uuid). */
@@ -263,4 +267,54 @@ err_keys:
 	memset(line, 0, sizeof(line));
 	memset(key, 0, sizeof(key));
 	return -1;
+}
+
+/*
+ * A new key file at path holding one random 32-byte key named name, mode
+ * 0600 whatever the umask; never over an existing file (EEXIST). Written
+ * to a temporary file first and linked into place, so a crash leaves
+ * either no key file or a whole one. 0 or an errno.
+ */
+int keys_create(const char *path, const char *name)
+{
+	char line[POHMEL_KEYNAME_MAX + 2 + 64 + 2], tmp[4200];
+	uint8_t key[32];
+	size_t n, i;
+	int fd, err;
+
+	if (!keyname_valid(name, strlen(name)))
+		return EINVAL;
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >=
+	    sizeof(tmp))
+		return ENAMETOOLONG;
+	if (getrandom(key, sizeof(key), 0) != sizeof(key))
+		return errno ? errno : EIO;
+	n = (size_t)snprintf(line, sizeof(line), "%s ", name);
+	for (i = 0; i < sizeof(key); i++)
+		n += (size_t)snprintf(line + n, sizeof(line) - n, "%02x",
+				      key[i]);
+	n += (size_t)snprintf(line + n, sizeof(line) - n, "\n");
+	memset(key, 0, sizeof(key));
+	fd = mkostemp(tmp, O_CLOEXEC);	/* mode 0600 */
+	if (fd < 0) {
+		err = errno;
+		goto out_wipe;
+	}
+	errno = 0;
+	if (fchmod(fd, 0600) || write(fd, line, n) != (ssize_t)n ||
+	    fsync(fd)) {
+		err = errno ? errno : EIO;
+		close(fd);
+		goto out_unlink;
+	}
+	if (close(fd) || link(tmp, path)) {
+		err = errno;
+		goto out_unlink;
+	}
+	err = 0;
+out_unlink:
+	unlink(tmp);
+out_wipe:
+	memset(line, 0, sizeof(line));
+	return err;
 }

@@ -72,6 +72,7 @@ int keys_load(const char *path, struct keyring *kr, char *err,
 const struct keyent *keys_find(const struct keyring *kr, const char *name,
 			       size_t n);
 void keys_free(struct keyring *kr);
+int keys_create(const char *path, const char *name);
 
 /* ---- record.c: sealed and signed records (shared with libpohmel) ---- */
 /* a record's size beyond its inner message: outer header and tag */

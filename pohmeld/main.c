@@ -28,6 +28,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: pohmeld [-c FILE] [-e DIR] [-p PORT] [-k KEYFILE] [-s STATEDIR] [-n] [-d]\n"
+"       pohmeld --make-key [-c FILE] [-k KEYFILE]\n"
 "       pohmeld -h|--help | -V|--version\n"
 "  -c FILE     configuration file (default " DEFAULT_CONFIG ", read if it exists)\n"
 "  -e DIR      export DIR as \"/\" (overrides the config's export directory)\n"
@@ -35,6 +36,8 @@ static void usage(FILE *f)
 "  -k KEYFILE  pre-shared key file, or \"none\" (default /etc/pohmelfs/key if it exists)\n"
 "  -s STATEDIR state directory (default /var/lib/pohmeld)\n"
 "  -n          check the configuration and exit\n"
+"  --make-key  write a new random key to the key file unless it exists\n"
+"              (the units run it before the first start), and exit\n"
 "  -d          debug logging\n"
 "  -h, --help  this help\n"
 "  -V, --version  print the version and exit\n"
@@ -47,11 +50,14 @@ static struct {
 	const char *cfile, *edir, *port, *kfile, *sdir;
 } opt;
 
+static bool make_key_only;
+
 static void parse_args(int argc, char **argv, bool *check)
 {
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "make-key", no_argument, NULL, 'M' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -65,6 +71,7 @@ static void parse_args(int argc, char **argv, bool *check)
 		case 'k': opt.kfile = optarg; break;
 		case 's': opt.sdir = optarg; break;
 		case 'n': *check = true; break;
+		case 'M': make_key_only = true; break;
 		case 'd': log_level = LOG_DEBUG; break;
 		case 'h': usage(stdout); exit(0);
 		case 'V':
@@ -269,6 +276,30 @@ static void fd_budget(void)
 		 srv.cfg.max_locks_per_session);
 }
 
+/*
+ * --make-key: the packages generate no key; the units run this before the
+ * server's first start, so it never starts keyless by default (the key
+ * file is optional to pohmeld) and each server gets its own key.
+ */
+static int make_key(const struct config *cf)
+{
+	int err;
+
+	if (!strcmp(cf->key_file, "none") || access(cf->key_file, F_OK) == 0)
+		return 0;
+	err = keys_create(cf->key_file, "default");
+	if (err == EEXIST)
+		return 0;	/* made meanwhile by another start */
+	if (err) {
+		fprintf(stderr, "pohmeld: --make-key: %s: %s\n", cf->key_file,
+			strerror(err));
+		return 1;
+	}
+	printf("pohmeld: made a new key in %s (mode 0600): copy it to each "
+	       "client's %s\n", cf->key_file, cf->key_file);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct pollfd pfd[MAX_LISTEN + 1];
@@ -280,6 +311,8 @@ int main(int argc, char **argv)
 	sigset_t mask;
 
 	parse_args(argc, argv, &check);
+	if (make_key_only)
+		return load_config(&srv.cfg, true) ? 1 : make_key(&srv.cfg);
 	srv.activated = listen_activated();
 	if (load_config(&srv.cfg, check) ||
 	    config_check(&srv.cfg, srv.activated, check, &ck))

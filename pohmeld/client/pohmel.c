@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
@@ -601,10 +600,7 @@ static int run(int argc, char **argv)
 static int keygen(int argc, char **argv)
 {
 	const char *name = argc > 2 ? argv[2] : "default";
-	char line[POHMEL_KEYNAME_MAX + 2 + 64 + 2];
-	uint8_t key[32];
-	size_t n, i;
-	int fd;
+	int err;
 
 	if (argc < 2 || argc > 3) {
 		usage(stderr);
@@ -615,34 +611,13 @@ static int keygen(int argc, char **argv)
 			name, POHMEL_KEYNAME_MAX);
 		return 2;
 	}
-	if (getrandom(key, sizeof(key), 0) != sizeof(key)) {
-		fprintf(stderr, "pohmel: keygen: getrandom: %s\n",
-			strerror(errno));
-		return 1;
-	}
-	n = (size_t)snprintf(line, sizeof(line), "%s ", name);
-	for (i = 0; i < sizeof(key); i++)
-		n += (size_t)snprintf(line + n, sizeof(line) - n, "%02x",
-				      key[i]);
-	n += (size_t)snprintf(line + n, sizeof(line) - n, "\n");
-	memset(key, 0, sizeof(key));
-	fd = open(argv[1], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0) {
+	err = keys_create(argv[1], name);
+	if (err) {
 		fprintf(stderr, "pohmel: keygen: %s: %s\n", argv[1],
-			errno == EEXIST ? "exists already (not overwritten)" :
-			strerror(errno));
+			err == EEXIST ? "exists already (not overwritten)" :
+			strerror(err));
 		return 1;
 	}
-	/* 0600 whatever the umask; the file is new, so fchmod is ours */
-	if (fchmod(fd, 0600) || write(fd, line, n) != (ssize_t)n ||
-	    fsync(fd) || close(fd)) {
-		fprintf(stderr, "pohmel: keygen: %s: %s\n", argv[1],
-			strerror(errno));
-		memset(line, 0, sizeof(line));
-		unlink(argv[1]);
-		return 1;
-	}
-	memset(line, 0, sizeof(line));
 	return 0;
 }
 
