@@ -101,15 +101,16 @@ pkg_chroot() {
 	' pkg_chroot "$dir" "$@"
 }
 
-# pkg_guest_run SUITE ROOT FORMAT: boot ROOT (a private copy of SUITE's root
+# pkg_guest_run SUITE ROOT FORMAT [ARG...]: boot ROOT (a private copy of SUITE's root
 # with the packages installed) under QEMU with tests/qemu/run --root, which
 # adds only its guest runner, and run tests/pkg/guest-pkg-test FORMAT there.
 # The guest's TAP lines go through the caller's ok/not_ok ("guest: ...");
 # the harness's verdict (script status, guest kernel log) is one more line.
 pkg_guest_run() {
 	local suite=$1 root=$2 format=$3 t0=$SECONDS rc=0 line
+	shift 3	# the rest: more arguments of guest-pkg-test
 	"$pkg_top/tests/qemu/run" --suite "$suite" --root "$root" --timeout 300 \
-		--script "$pkg_top/tests/pkg/guest-pkg-test" -- "$format" \
+		--script "$pkg_top/tests/pkg/guest-pkg-test" -- "$format" "$@" \
 		>"$root.guest" 2>"$root.guest-run" || rc=$?
 	while IFS= read -r line; do
 		case $line in
