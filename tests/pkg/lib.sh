@@ -6,6 +6,21 @@ POHMEL_CACHE=${POHMEL_CACHE:-/var/tmp/pohmelfs-cache}
 pkg_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 pkg_die() { echo "${0##*/}: $*" >&2; exit 1; }
+
+# pkg_copy_tree SRC DEST: the source tree SRC into DEST: in a git checkout
+# the tracked files and the untracked ones git does not ignore, as they
+# are in the working tree; elsewhere every file (build products of a
+# checkout stay out).
+pkg_copy_tree() {
+	(
+		cd "$1" || exit 1
+		if git rev-parse --git-dir >/dev/null 2>&1; then
+			git ls-files -z --cached --others --exclude-standard
+		else
+			find . -path ./.git -prune -o \( -type f -o -type l \) -printf '%P\0'
+		fi
+	) | rsync -a --from0 --files-from=- "$1/" "$2/"
+}
 pkg_log() { echo "${0##*/}: $*" >&2; }
 
 # pkg_ensure_root SUITE: the cached root, built by tests/qemu/mkroot if
