@@ -444,6 +444,7 @@ static void *work_thread(void *arg)
 	struct work *w;
 	int ret;
 
+	log_set_client(c->peer, c->keyname);
 	for (;;) {
 		pthread_mutex_lock(&c->defer_mu);
 		w = c->dq_head;
@@ -589,6 +590,7 @@ static void *conn_thread(void *arg)
 	struct conn *c = arg;
 	uint8_t *rx, *tx;
 
+	log_set_client(c->peer, c->keyname);
 	rx = malloc(RX_SIZE);
 	tx = malloc(BUF_SIZE);
 	if (rx && tx)

@@ -1,66 +1,56 @@
 // SPDX-License-Identifier: MIT
 /*
- * listen.c - listening sockets: systemd socket activation without
- * libsystemd (LISTEN_PID/LISTEN_FDS, fds from 3), else bind the port on
- * all addresses; and READY=1 to $NOTIFY_SOCKET.
+ * listen.c - listening sockets: those systemd passed (socket activation,
+ * sd_listen_fds), else the configured port bound on all addresses; and
+ * the service manager's notifications (sd_notify: READY, STATUS,
+ * STOPPING). Without systemd the libsystemd calls find nothing and do
+ * nothing.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdlib.h>
-#include <sys/un.h>
+#include <string.h>
 #include <unistd.h>
+#include <systemd/sd-daemon.h>
 #include "pohmeld.h"
-
-#define SD_LISTEN_FDS_START 3
 
 /* Did systemd pass this process listening sockets? (Not consumed.) */
 bool listen_activated(void)
 {
-	const char *pid = getenv("LISTEN_PID");
-	char *end;
-	long p;
-
-	if (!pid || !getenv("LISTEN_FDS"))
-		return false;
-	errno = 0;
-	p = strtol(pid, &end, 10);
-	return !errno && !*end && p == (long)getpid();
+	return sd_listen_fds(0) > 0;
 }
 
-/* Returns how many fds systemd passed (0: none), -1 on a bad setup. */
+/*
+ * Returns how many fds systemd passed (0: none), -1 on a bad setup. The
+ * environment is cleared (nothing we start must take them), and each fd
+ * must be a listening stream socket: anything else is a unit file error.
+ */
 int listen_fds(int *fds, int max)
 {
-	const char *pid = getenv("LISTEN_PID"), *n = getenv("LISTEN_FDS");
-	char *end;
-	long p, k;
-	int i;
+	int n = sd_listen_fds(1), i;
 
-	if (!pid || !n)
-		return 0;
-	errno = 0;
-	p = strtol(pid, &end, 10);
-	if (errno || *end || p != (long)getpid())
-		return 0;	/* meant for another process */
-	k = strtol(n, &end, 10);
-	/* Not for our children, whatever happens next. */
-	unsetenv("LISTEN_PID");
-	unsetenv("LISTEN_FDS");
-	unsetenv("LISTEN_FDNAMES");
-	if (errno || *end || k < 1 || k > max) {
-		log_err("LISTEN_FDS=%s: expected 1..%d", n, max);
+	if (n < 0) {
+		log_err("LISTEN_FDS: %s", strerror(-n));
 		return -1;
 	}
-	for (i = 0; i < k; i++) {
+	if (n > max) {
+		log_err("systemd passed %d sockets: expected 1..%d (one ListenStream= in pohmeld.socket)",
+			n, max);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
 		int fd = SD_LISTEN_FDS_START + i;
+		int r = sd_is_socket(fd, AF_UNSPEC, SOCK_STREAM, 1);
 
-		if (fcntl(fd, F_SETFD, FD_CLOEXEC)) {
-			log_err("LISTEN_FDS: fd %d: %s", fd, strerror(errno));
+		if (r <= 0) {
+			log_err("systemd passed fd %d, which is not a listening stream socket%s%s (ListenStream= in pohmeld.socket)",
+				fd, r < 0 ? ": " : "",
+				r < 0 ? strerror(-r) : "");
 			return -1;
 		}
 		fds[i] = fd;
 	}
-	return (int)k;
+	return n;
 }
 
 /* One dual-stack socket on [::]:port; IPv4-only if IPv6 is missing. */
@@ -107,26 +97,8 @@ err:
 
 void notify_ready(const char *state)
 {
-	const char *path = getenv("NOTIFY_SOCKET");
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	socklen_t len;
-	size_t n;
-	int fd;
+	int r = sd_notify(0, state);
 
-	if (!path || (path[0] != '/' && path[0] != '@'))
-		return;
-	n = strlen(path);
-	if (n >= sizeof(sun.sun_path))
-		return;
-	memcpy(sun.sun_path, path, n);
-	if (path[0] == '@')
-		sun.sun_path[0] = 0;	/* abstract namespace */
-	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
-	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return;
-	if (sendto(fd, state, strlen(state), MSG_NOSIGNAL, (void *)&sun,
-		   len) < 0)
-		log_warn("NOTIFY_SOCKET: %s", strerror(errno));
-	close(fd);
+	if (r < 0)
+		log_warn("NOTIFY_SOCKET: %s", strerror(-r));
 }

@@ -193,9 +193,11 @@ refused:
 
 static void accept_one(int lfd)
 {
+	static struct ratelimit rl = RATELIMIT_INIT;
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
 	struct policy *pol;
+	char peer[64];
 	int fd;
 
 	fd = accept4(lfd, (void *)&ss, &len, SOCK_CLOEXEC);
@@ -207,13 +209,11 @@ static void accept_one(int lfd)
 			usleep(100000);	/* don't spin on a full fd table */
 		return;
 	}
+	conn_peer_name((void *)&ss, peer, sizeof(peer));
+	log_set_client(peer, NULL);	/* refusals below name it */
 	pol = policy_get();
 	if (!export_allows(&pol->ex, (void *)&ss)) {
-		static struct ratelimit rl = RATELIMIT_INIT;
-		char peer[64];
-
 		stats.refused++;
-		conn_peer_name((void *)&ss, peer, sizeof(peer));
 		log_limited(&rl, LOG_WARNING,
 			    "%s: refused a client not in the allow list (allow=)",
 			    peer);
@@ -222,6 +222,7 @@ static void accept_one(int lfd)
 		conn_start(fd, (void *)&ss, len, pol);
 	}
 	policy_put(pol);
+	log_set_client(NULL, NULL);
 }
 
 /*
@@ -303,7 +304,7 @@ static int make_key(const struct config *cf)
 int main(int argc, char **argv)
 {
 	struct pollfd pfd[MAX_LISTEN + 1];
-	int lfds[MAX_LISTEN], nl, i, sfd, err;
+	int lfds[MAX_LISTEN], nl, i, sfd, err, tick_ms;
 	struct timespec now;
 	struct checked ck;
 	bool check = false;
@@ -325,6 +326,7 @@ int main(int argc, char **argv)
 	}
 	srv.rootfd = ck.rootfd;
 	srv.rootdev = ck.rootdev;
+	log_set_export(srv.cfg.ex.path);
 	pol = policy_new(&srv.cfg.ex, &ck.keys);
 	if (!pol) {
 		log_err("out of memory");
@@ -381,11 +383,16 @@ int main(int argc, char **argv)
 	pfd[nl].fd = sfd;
 	pfd[nl].events = POLLIN;
 
+	log_journal(true);
 	log_policy("serving", pol);
+	tick_ms = watchdog_setup();
 	notify_ready("READY=1\nSTATUS=serving");
 
 	while (!atomic_load(&srv.stopping)) {
-		if (poll(pfd, (nfds_t)nl + 1, -1) < 0) {
+		int r = poll(pfd, (nfds_t)nl + 1, tick_ms);
+
+		watchdog_tick();
+		if (r < 0) {
 			if (errno == EINTR)
 				continue;
 			log_err("poll: %s", strerror(errno));
@@ -410,6 +417,7 @@ int main(int argc, char **argv)
 	}
 
 	notify_ready("STOPPING=1");
+	log_journal(false);	/* the last lines: see log_journal() */
 	for (i = 0; i < nl; i++)
 		close(lfds[i]);
 	if (!conns_shutdown()) {

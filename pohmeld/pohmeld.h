@@ -28,10 +28,20 @@
 #define MIN(a, b)	((a) < (b) ? (a) : (b))
 #endif
 
-/* ---- log.c: one log API, stderr with journald <N> prefixes ---- */
+/*
+ * ---- log.c: one log API: structured journal entries under systemd,
+ * else stderr with <N> priority prefixes. Each line carries its call's
+ * file, line and function, and the client of the thread that logs it.
+ */
 extern int log_level;		/* LOG_INFO, or LOG_DEBUG with -d */
-void log_msg(int prio, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+void log_journal(bool on);	/* entries with fields, or stderr */
+void log_set_export(const char *path);
+/* This thread serves that client (both strings outlive the thread). */
+void log_set_client(const char *peer, const char *key);
+void log_at(const char *file, int line, const char *func, int prio,
+	    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+#define log_msg(prio, ...) \
+	log_at(__FILE__, __LINE__, __func__, prio, __VA_ARGS__)
 #define log_err(...)	log_msg(LOG_ERR, __VA_ARGS__)
 #define log_warn(...)	log_msg(LOG_WARNING, __VA_ARGS__)
 #define log_info(...)	log_msg(LOG_INFO, __VA_ARGS__)
@@ -46,8 +56,11 @@ struct ratelimit {
 	unsigned long dropped;	/* not logged since the last line */
 };
 #define RATELIMIT_INIT	{ .mu = PTHREAD_MUTEX_INITIALIZER }
-void log_limited(struct ratelimit *rl, int prio, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+void log_limited_at(const char *file, int line, const char *func,
+		    struct ratelimit *rl, int prio, const char *fmt, ...)
+	__attribute__((format(printf, 6, 7)));
+#define log_limited(rl, prio, ...) \
+	log_limited_at(__FILE__, __LINE__, __func__, rl, prio, __VA_ARGS__)
 
 /* ---- config.c ---- */
 struct cidr {
@@ -610,5 +623,9 @@ bool listen_activated(void);
 int listen_fds(int *fds, int max);
 int listen_bind(int port, int *fds, int max);
 void notify_ready(const char *state);
+
+/* ---- watchdog.c: WATCHDOG=1 after a walk of the shared locks ---- */
+int watchdog_setup(void);	/* poll() timeout in ms, -1: none */
+void watchdog_tick(void);	/* the accept loop, every wakeup */
 
 #endif /* POHMELD_H */
