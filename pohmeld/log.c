@@ -4,19 +4,20 @@
  *
  * Under systemd, with stderr connected to the journal (JOURNAL_STREAM
  * names stderr's device and inode, as systemd.exec(5) says to check),
- * each line logged while serving is a structured journal entry: PRIORITY, CODE_FILE/LINE/FUNC
- * of the call, POHMEL_EXPORT, and POHMEL_CLIENT and POHMEL_KEY when a
- * connection's thread logs it, so that "journalctl POHMEL_CLIENT=..."
- * finds one client's lines. Elsewhere (a terminal, a file, the tests)
- * lines go to stderr prefixed with "<N>", the syslog priority, which
- * journald also understands.
+ * each line logged while serving is a structured journal entry:
+ * PRIORITY, CODE_FILE/LINE/FUNC of the call, POHMEL_EXPORT, and
+ * POHMEL_CLIENT and POHMEL_KEY when a connection's thread logs it, so
+ * that "journalctl POHMEL_CLIENT=..." finds one client's lines.
+ * Elsewhere (a terminal, a file, the tests, pohmeld -n) lines go to
+ * stderr prefixed with "<N>", the syslog priority, which journald also
+ * understands.
  */
-#include <stdarg.h>
-#include <sys/stat.h>
-#include <sys/uio.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 #define SD_JOURNAL_SUPPRESS_LOCATION	/* the caller's, passed in */
@@ -122,7 +123,8 @@ void log_at(const char *file, int line, const char *func, int prio,
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	if (atomic_load(&to_journal) && journal_line(file, line, func, prio, buf) >= 0)
+	if (atomic_load(&to_journal) &&
+	    journal_line(file, line, func, prio, buf) >= 0)
 		return;
 	/* One fprintf per line: stdio locks the stream, lines never mix. */
 	fprintf(stderr, "<%d>%s\n", prio, buf);
