@@ -76,8 +76,18 @@
 #define POHMEL_D_REVALIDATE_PARAMS \
 	struct inode *dir, const struct qstr *name, struct dentry *dentry, \
 	unsigned int flags
+/* the directory's inode, also in RCU walk: the one the VFS passes */
+#define pohmel_revalidate_dir_rcu(dentry)	(dir)
 #else
 #define POHMEL_D_REVALIDATE_PARAMS struct dentry *dentry, unsigned int flags
+/*
+ * In RCU walk d_parent may change under us (a rename) and its inode go
+ * (NULL: the caller falls back to ref-walk); the walk checks the
+ * dentry's sequence count after, so an answer about a stale parent is
+ * thrown away.
+ */
+#define pohmel_revalidate_dir_rcu(dentry) \
+	d_inode_rcu(READ_ONCE((dentry)->d_parent))
 #endif
 
 /* --- 6.17: set_default_d_op() --------------------------------------- */

@@ -100,9 +100,26 @@ static struct dentry *pohmel_lookup(struct inode *dir, struct dentry *dentry,
 }
 
 /*
+ * The name is good under the directory's epoch; the object behind it is
+ * checked too (as a LOOKUP would) unless it holds a grant itself: what
+ * the VFS caches without asking us (ACLs) must not outlive a change made
+ * elsewhere. Only a spinlock each: safe in RCU walk (inodes are freed
+ * after a grace period, ->free_inode).
+ */
+static bool granted_dentry(struct inode *parent, struct dentry *dentry,
+			   struct inode *inode)
+{
+	u64 e0 = pohmel_grant_epoch(parent);
+
+	return e0 && READ_ONCE(dentry->d_time) == (unsigned long)e0 &&
+	       (!inode || pohmel_grant(inode, NULL) != POHMEL_GRANT_NONE);
+}
+
+/*
  * A dentry is trusted while its directory holds the grant epoch it was
  * checked under; else the name is looked up again and must still lead
- * to the same object.
+ * to the same object. In RCU walk only the first is tried (no sleeping,
+ * no reference taken): a warm path walk under grants never leaves it.
  */
 static int pohmel_d_revalidate(POHMEL_D_REVALIDATE_PARAMS)
 {
@@ -114,24 +131,24 @@ static int pohmel_d_revalidate(POHMEL_D_REVALIDATE_PARAMS)
 	int err, ret;
 	u64 e0;
 
-	if (flags & LOOKUP_RCU)
-		return -ECHILD;
+	if (flags & LOOKUP_RCU) {
+		parent = pohmel_revalidate_dir_rcu(dentry);
+		inode = d_inode_rcu(dentry);
+		if (!parent || !granted_dentry(parent, dentry, inode))
+			return -ECHILD;
+		atomic64_inc(&sbi->stats.dentry_hits);
+		atomic64_inc(&sbi->stats.dentry_rcu_hits);
+		return 1;
+	}
 	pd = dget_parent(dentry);
 	parent = d_inode(pd);
-	e0 = pohmel_grant_epoch(parent);
 	inode = d_inode(dentry);
-	/*
-	 * The name is good under the directory's epoch; the object behind
-	 * it is checked too (as the LOOKUP below would) unless it holds a
-	 * grant itself: what the VFS caches without asking us (ACLs) must
-	 * not outlive a change made elsewhere.
-	 */
-	if (e0 && dentry->d_time == (unsigned long)e0 &&
-	    (!inode || pohmel_grant(inode, NULL) != POHMEL_GRANT_NONE)) {
+	if (granted_dentry(parent, dentry, inode)) {
 		atomic64_inc(&sbi->stats.dentry_hits);
 		dput(pd);
 		return 1;
 	}
+	e0 = pohmel_grant_epoch(parent);
 	if (!pohmel_conn_is_up(&sbi->conn) && d_really_is_positive(dentry)) {
 		/* the server is away: keep what we know (see getattr) */
 		atomic64_inc(&sbi->stats.dentry_hits);

@@ -55,6 +55,7 @@ struct pohmel_vfs_stats {
 	atomic64_t attr_hits;		/* attributes served from cache */
 	atomic64_t attr_misses;		/* ... fetched from the server */
 	atomic64_t dentry_hits;		/* d_revalidate without a lookup */
+	atomic64_t dentry_rcu_hits;	/* ... of them, in RCU walk */
 	atomic64_t dentry_misses;
 	atomic64_t page_invalidations;	/* mapping dropped: change moved */
 	atomic64_t bytes_read;

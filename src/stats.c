@@ -103,6 +103,7 @@ int pohmel_show_stats(struct seq_file *m, struct dentry *root)
 	S("attr_cache_hits", &vs->attr_hits);
 	S("attr_cache_misses", &vs->attr_misses);
 	S("dentry_cache_hits", &vs->dentry_hits);
+	S("dentry_cache_rcu_hits", &vs->dentry_rcu_hits);
 	S("dentry_cache_misses", &vs->dentry_misses);
 	S("page_cache_invalidations", &vs->page_invalidations);
 	S("bytes_read_cached", &vs->bytes_read);

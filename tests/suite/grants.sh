@@ -120,15 +120,18 @@ fi
 walk
 # the details first: a request between them and the counters shows in
 # the details printed on a failure
+nobj=$(find "$w1/tree" | wc -l)
 ops_before=$(ops_of "$POHMEL_MNT1") srv_before=$(srv_detail)
 c1=$(mstat "$POHMEL_MNT1" ops) s1=$(srv_ops)
 h0=$(mstat "$POHMEL_MNT1" attr_cache_hits) d0=$(mstat "$POHMEL_MNT1" dentry_cache_hits)
+r0=$(mstat "$POHMEL_MNT1" dentry_cache_rcu_hits)
 check "grants: second walk on mount 1" walk
 for f in "$w1"/tree/d*/nosuchname "$w1"/tree/d3/empty/nosuch; do
 	[ -e "$f" ] && { echo "$f exists" >&2; break; }
 done
 c2=$(mstat "$POHMEL_MNT1" ops) s2=$(srv_ops)
 h1=$(mstat "$POHMEL_MNT1" attr_cache_hits) d1=$(mstat "$POHMEL_MNT1" dentry_cache_hits)
+r1=$(mstat "$POHMEL_MNT1" dentry_cache_rcu_hits)
 if ! cmsg=$(counts c1 c2); then
 	fail "grants: second walk + re-read + negative lookups: mount 1 sent no request ($cmsg)"
 elif [ "$c2" = "$c1" ]; then
@@ -136,6 +139,15 @@ elif [ "$c2" = "$c1" ]; then
 else
 	fail "grants: second walk + re-read + negative lookups: mount 1 sent no request (sent $((c2 - c1)))"
 	diag "before: $ops_before" "after:  $(ops_of "$POHMEL_MNT1")"
+fi
+# RCU path walk: a dentry under a grant is answered without leaving it
+# (each stat's path crosses several of ours: at least one per object)
+if ! cmsg=$(counts r0 r1); then
+	fail "grants: the second walk's path lookups stayed in RCU walk ($cmsg)"
+elif [ $((r1 - r0)) -ge "$nobj" ]; then
+	pass "grants: the second walk's path lookups stayed in RCU walk ($((r1 - r0)) dentries answered there, $nobj objects; ref-walk answers $((d1 - d0 - (r1 - r0))))"
+else
+	fail "grants: the second walk's path lookups stayed in RCU walk: $((r1 - r0)) dentries answered there, fewer than its $nobj objects (ref-walk answers $((d1 - d0 - (r1 - r0))))"
 fi
 if ! cmsg=$(counts s1 s2); then
 	fail "grants: ... and the server executed none ($cmsg)"
