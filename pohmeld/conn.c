@@ -649,10 +649,10 @@ void conn_peer_name(const struct sockaddr *sa, char *buf, size_t n)
  * counted ("refused" and one counter per reason) and logged with the
  * address, rate-limited.
  */
-int conn_start(int fd, const struct sockaddr *sa, socklen_t salen,
+int conn_start(int fd, const struct sockaddr *sa, const char *peer,
 	       struct policy *pol)
 {
-	char peer[64], addr[INET6_ADDRSTRLEN];
+	char addr[INET6_ADDRSTRLEN];
 	struct addr_count *e = NULL;
 	pthread_attr_t attr;
 	uint8_t key[16];
@@ -661,8 +661,6 @@ int conn_start(int fd, const struct sockaddr *sa, socklen_t salen,
 	int one = 1, err, n;
 	bool keyed;
 
-	(void)salen;
-	conn_peer_name(sa, peer, sizeof(peer));
 	keyed = addr_key(sa, key);
 	pthread_mutex_lock(&conns_mu);
 	if (atomic_load(&srv.stopping)) {
@@ -718,7 +716,7 @@ int conn_start(int fd, const struct sockaddr *sa, socklen_t salen,
 		free(c);
 		goto err_count;
 	}
-	memcpy(c->peer, peer, sizeof(c->peer));
+	snprintf(c->peer, sizeof(c->peer), "%s", peer);
 	memcpy(c->addr, key, sizeof(c->addr));
 	c->addr_counted = e != NULL;
 	clock_gettime(CLOCK_MONOTONIC, &c->hs_deadline);

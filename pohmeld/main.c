@@ -219,7 +219,7 @@ static void accept_one(int lfd)
 			    peer);
 		close(fd);
 	} else {
-		conn_start(fd, (void *)&ss, len, pol);
+		conn_start(fd, (void *)&ss, peer, pol);
 	}
 	policy_put(pol);
 	log_set_client(NULL, NULL);

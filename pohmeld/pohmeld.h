@@ -414,7 +414,8 @@ struct conn {
 	_Atomic uint64_t shown_sess;	/* its session's id; 0: not authed */
 	atomic_int shown_sec;		/* SEC_* it uses */
 };
-int conn_start(int fd, const struct sockaddr *sa, socklen_t salen,
+/* peer: conn_peer_name() of sa, as the accept loop logged it */
+int conn_start(int fd, const struct sockaddr *sa, const char *peer,
 	       struct policy *pol);
 void conn_get(struct conn *c);
 void conn_peer_name(const struct sockaddr *sa, char *buf, size_t n);
