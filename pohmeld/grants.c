@@ -69,40 +69,17 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
-#include "pohmeld.h"
+#include "grants_int.h"
 
 #define BUCKETS		4096
 
-struct holder {
-	struct holder *next;
-	struct conn *c;			/* a reference */
-	uint32_t grant;			/* POHMEL_GRANT_* as last told */
-	uint32_t recall_to;		/* valid while recall_id != 0 */
-	uint64_t recall_id;		/* 0: no recall pending */
-	struct timespec deadline;	/* CLOCK_MONOTONIC lease end */
-};
-
-struct gobj {
-	struct gobj *next;
-	struct woid oid;		/* gen as last seen in a reply */
-	int wd;				/* inotify watch, -1: none */
-	struct holder *holders;
-	struct grant_mark *busy;	/* modifying requests in flight */
-};
-
-static pthread_mutex_t grants_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t grants_cv;	/* an ack, a holder gone, shutdown */
+pthread_mutex_t grants_mu = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t grants_cv;	/* an ack, a holder gone, shutdown */
 static struct gobj *tab[BUCKETS];	/* under grants_mu */
 static uint64_t next_recall = 1;	/* under grants_mu */
 static bool stopping;			/* under grants_mu */
 atomic_int grant_conns;			/* connections with FEAT_GRANTS */
 static const char *test_hold_path;	/* set before any connection */
-
-struct recall_msg {
-	struct recall_msg *next;
-	struct conn *c;			/* a reference */
-	uint8_t buf[POHMEL_HDR_SIZE + POHMEL_RECALL_SIZE];
-};
 
 /* srv.grants_per_conn: max-grants-per-connection, or by default a
  * quarter of the user's inotify watches (at least 1024): one client
@@ -144,7 +121,7 @@ static size_t bucket(uint64_t id)
 }
 
 /* Must hold grants_mu. */
-static struct gobj *find(uint64_t id, bool create)
+struct gobj *gobj_find(uint64_t id, bool create)
 {
 	struct gobj *o;
 
@@ -164,7 +141,7 @@ static struct gobj *find(uint64_t id, bool create)
 }
 
 /* Must hold grants_mu. Frees o if nothing refers to it any more. */
-static void maybe_free(struct gobj *o)
+void gobj_maybe_free(struct gobj *o)
 {
 	struct gobj **pp;
 
@@ -192,7 +169,7 @@ static struct holder *holder_of(struct gobj *o, const struct conn *c)
 }
 
 /* Must hold grants_mu. */
-static void holder_del(struct gobj *o, struct holder *h)
+void holder_del(struct gobj *o, struct holder *h)
 {
 	struct holder **pp;
 
@@ -281,7 +258,7 @@ static int recall(struct gobj *o, struct holder *h, uint32_t to,
 
 /* Must hold grants_mu. Queue a RECALL to NONE for every holder of o
  * not already being recalled to NONE. */
-static void recall_holders(struct gobj *o, struct recall_msg **out)
+void recall_holders(struct gobj *o, struct recall_msg **out)
 {
 	struct holder *h;
 
@@ -298,7 +275,7 @@ static void recall_holders(struct gobj *o, struct recall_msg **out)
  * that cannot be queued cuts its holder (outbox.c), which ends its
  * grants: no holder keeps a grant whose RECALL was lost.
  */
-static void send_recalls(struct recall_msg *rm)
+void send_recalls(struct recall_msg *rm)
 {
 	struct recall_msg *next;
 
@@ -391,7 +368,7 @@ static int conflicts(struct req *r, struct recall_msg **out,
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	for (i = 0; i < r->ngm; i++) {
-		struct gobj *o = find(r->gm[i].id, false);
+		struct gobj *o = gobj_find(r->gm[i].id, false);
 		struct holder *h, *next;
 		uint32_t to = r->gm[i].write ? POHMEL_GRANT_NONE :
 					       POHMEL_GRANT_SHARED;
@@ -424,7 +401,7 @@ static int conflicts(struct req *r, struct recall_msg **out,
 				*dl = h->deadline;
 		}
 		if (o)
-			maybe_free(o);
+			gobj_maybe_free(o);
 	}
 	return n;
 }
@@ -474,7 +451,7 @@ int grants_begin(struct req *r, bool may_wait)
 		r->gm[i].obj = NULL;
 		if (!r->gm[i].write)
 			continue;
-		o = find(r->gm[i].id, true);
+		o = gobj_find(r->gm[i].id, true);
 		if (!o)
 			continue;
 		r->gm[i].c = r->c;
@@ -488,44 +465,6 @@ int grants_begin(struct req *r, bool may_wait)
 	pthread_mutex_unlock(&grants_mu);
 	send_recalls(rm);
 	return 0;
-}
-
-/*
- * After the handler: while the modified objects are still marked in
- * flight, let notify.c read every event the request caused (they are
- * pohmeld's own, not local changes: it skips objects in flight), then
- * drop the marks.
- */
-void grants_end(struct req *r)
-{
-	bool watched = false;
-	int i;
-
-	pthread_mutex_lock(&grants_mu);
-	for (i = 0; i < r->ngm; i++)
-		if (r->gm[i].obj && r->gm[i].obj->wd >= 0)
-			watched = true;
-	pthread_mutex_unlock(&grants_mu);
-	if (watched)
-		notify_sync();
-	for (i = 0; i < r->ngm; i++) {
-		struct grant_mark *g = &r->gm[i], **pp;
-		struct gobj *o = g->obj;
-
-		if (!o)
-			continue;
-		pthread_mutex_lock(&grants_mu);
-		for (pp = &o->busy; *pp; pp = &(*pp)->next) {
-			if (*pp == g) {
-				*pp = g->next;
-				break;
-			}
-		}
-		maybe_free(o);
-		pthread_mutex_unlock(&grants_mu);
-		g->obj = NULL;
-	}
-	r->ngm = 0;
 }
 
 /*
@@ -651,7 +590,7 @@ void grant_fill(struct req *r, int fd, struct wattr *a)
 	if (test_hold_path && level != POHMEL_GRANT_NONE)
 		test_hold(r);
 	pthread_mutex_lock(&grants_mu);
-	o = find(a->oid.id, level != POHMEL_GRANT_NONE);
+	o = gobj_find(a->oid.id, level != POHMEL_GRANT_NONE);
 	if (!o)
 		goto out;
 	/*
@@ -725,7 +664,7 @@ void grant_fill(struct req *r, int fd, struct wattr *a)
 		h->grant = level;
 	a->grant = level;
 out_free:
-	maybe_free(o);
+	gobj_maybe_free(o);
 out:
 	pthread_mutex_unlock(&grants_mu);
 	send_recalls(rm);
@@ -738,11 +677,11 @@ int op_recall_ack(struct req *r)
 	struct holder *h;
 
 	pthread_mutex_lock(&grants_mu);
-	o = find(m->oid.id, false);
+	o = gobj_find(m->oid.id, false);
 	h = o ? holder_of(o, r->c) : NULL;
 	if (h && h->recall_id && h->recall_id == m->cookie) {
 		settle(o, h);
-		maybe_free(o);
+		gobj_maybe_free(o);
 		pthread_cond_broadcast(&grants_cv);
 	}
 	pthread_mutex_unlock(&grants_mu);
@@ -769,13 +708,13 @@ int op_release(struct req *r)
 	pthread_mutex_lock(&grants_mu);
 	for (i = 0; i < m->count; i++) {
 		woid_get(m->body + (size_t)i * POHMEL_OID_SIZE, &oid);
-		o = find(oid.id, false);
+		o = gobj_find(oid.id, false);
 		h = o ? holder_of(o, r->c) : NULL;
 		if (!h)
 			continue;
 		woke |= h->recall_id != 0;
 		holder_del(o, h);
-		maybe_free(o);
+		gobj_maybe_free(o);
 	}
 	if (woke)
 		pthread_cond_broadcast(&grants_cv);
@@ -830,63 +769,13 @@ void grants_conn_gone(struct conn *c)
 			h = holder_of(o, c);
 			if (h) {
 				holder_del(o, h);
-				maybe_free(o);
+				gobj_maybe_free(o);
 			}
 		}
 	}
 	pthread_cond_broadcast(&grants_cv);
 	pthread_mutex_unlock(&grants_mu);
 	atomic_fetch_sub(&grant_conns, 1);
-}
-
-/*
- * notify.c saw object id change. Unless pohmeld is modifying it right now
- * (its own change: grants_end syncs with notify.c before it drops the
- * mark), the change was made outside pohmeld: recall every holder to
- * NONE, without waiting for the acks.
- */
-void grants_local_change(uint64_t id)
-{
-	struct recall_msg *rm = NULL;
-	struct gobj *o;
-
-	pthread_mutex_lock(&grants_mu);
-	o = find(id, false);
-	if (o && !o->busy) {
-		/* Even within ctime's tick, its change attribute moves. */
-		change_bump(id, NULL);
-		/* and so do its times: a creating client's are over */
-		ctime_forget(id);
-		recall_holders(o, &rm);
-		log_debug("object %llu changed locally",
-			  (unsigned long long)id);
-	}
-	pthread_mutex_unlock(&grants_mu);
-	send_recalls(rm);
-}
-
-/*
- * notify.c: the kernel dropped watch wd of object id (IN_IGNORED): the
- * inode is gone (its last link removed; any local change before that
- * was reported and recalled). What the holders cache of it cannot change
- * any more, so they are dropped without a message, and its number may
- * now name a new object (another gen, which clients keep apart): its
- * first grant adds a new watch. Until then no grant stands on the id.
- */
-void grants_watch_gone(uint64_t id, int wd)
-{
-	struct gobj *o;
-
-	pthread_mutex_lock(&grants_mu);
-	o = find(id, false);
-	if (o && o->wd == wd) {
-		o->wd = -1;
-		while (o->holders)
-			holder_del(o, o->holders);
-		maybe_free(o);
-		pthread_cond_broadcast(&grants_cv);
-	}
-	pthread_mutex_unlock(&grants_mu);
 }
 
 /* Inotify queue overflow: every object may have changed. */

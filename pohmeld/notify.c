@@ -23,31 +23,45 @@
  * not read yet, or lost in an overflow).
  *
  * pohmeld's own changes cause events too. A modifying request marks its
- * objects in flight (grants.c), and events for such objects are skipped;
- * before the mark goes, notify_sync() creates and removes a file named
- * SYNC_PREFIX<n> in the state directory (watched by the same inotify
- * instance, whose events are ordered) and waits until this thread has
- * read that create: every event the request caused was read before it.
+ * objects in flight (grants.c), and events for such objects are skipped.
+ * The marks must stay until this thread has read every event the request
+ * caused, but the request need not wait for that: grants_end takes a
+ * ticket (notify_ticket) and hands its marks over, and this thread drops
+ * them (grants_synced) once it has seen the queue empty after the ticket
+ * was taken. The request's events were queued before (the kernel queues
+ * them within the system calls that cause them), and this thread is the
+ * only reader, so an empty queue means they were read and handled. To be
+ * sure to wake up, a ticket taker writes a byte into SYNC_FIFO, a FIFO in
+ * the state directory watched for IN_MODIFY, unless a byte written
+ * earlier is not drained yet (its event is then still ahead: armed). So
+ * a busy server pays one write per wake-up of this thread, not one per
+ * request, and no request waits for it (before, each created and removed
+ * a file in the state directory and waited for this thread to see it).
  * A local change to an object while pohmeld itself modifies it is thus
- * taken for pohmeld's (the next one is seen).
+ * taken for pohmeld's (the next one is seen). If the queue does not run
+ * empty for SYNC_MAX_MS (a flood of local changes), the marks go anyway.
  *
- * Lock rules: notify_mu protects the wd -> id table and the sync
- * counters (sync_cv signals sync_done); taken under
- * grants_mu (notify_watch/unwatch), never the other way round: the
- * thread copies the id and drops notify_mu before calling grants.c.
- * notify_watch holds it across inotify_add_watch() and the insert.
+ * Lock rules: notify_mu protects the wd -> id table and the tickets
+ * (sync_req, sync_done, armed, sync_since); taken under grants_mu
+ * (notify_watch/unwatch), never the other way round: the thread copies
+ * the id and drops notify_mu before calling grants.c. notify_watch holds
+ * it across inotify_add_watch() and the insert.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <time.h>
 #include <sys/inotify.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "pohmeld.h"
 
 #define WD_BUCKETS	1024
 #define FILE_MASK	(IN_MODIFY | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
-#define SYNC_PREFIX	".pohmeld-sync-"
+#define SYNC_FIFO	".pohmeld-sync"
+#define SYNC_MAX_MS	1000
 #define DIR_MASK	(FILE_MASK | IN_CREATE | IN_DELETE | IN_MOVED_FROM | \
 			 IN_MOVED_TO)
 
@@ -58,12 +72,50 @@ struct wd_ent {
 };
 
 static pthread_mutex_t notify_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t sync_cv;
 static struct wd_ent *wds[WD_BUCKETS];	/* under notify_mu */
 static uint64_t sync_req, sync_done;	/* under notify_mu */
+static bool armed;			/* under notify_mu */
+static struct timespec sync_since;	/* under notify_mu: oldest ticket */
 static int ifd = -1;			/* set before any connection */
-static int sync_dirfd = -1, sync_wd = -1;	/* likewise */
+static int sync_wd = -1, fifo_fd = -1, fifo_wd = -1;	/* likewise */
 static const char *test_hold_path;		/* likewise */
+
+/*
+ * The FIFO this thread is woken through, made anew (a leftover of an
+ * earlier run may be anything). Returns its watch, or -1 (logged).
+ */
+static int fifo_init(const char *dir)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	int wd;
+
+	snprintf(path, sizeof(path), "%s/" SYNC_FIFO, dir);
+	if ((unlink(path) && errno != ENOENT) || mkfifo(path, 0600)) {
+		log_warn("%s: %s: no grants will be given", path,
+			 strerror(errno));
+		return -1;
+	}
+	/* O_RDWR: never blocks, and the FIFO always has a reader */
+	fifo_fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+	if (fifo_fd < 0 || fstat(fifo_fd, &st) || !S_ISFIFO(st.st_mode)) {
+		log_warn("%s: %s: no grants will be given", path,
+			 fifo_fd < 0 ? strerror(errno) : "not the FIFO made");
+		goto err;
+	}
+	wd = inotify_add_watch(ifd, path, IN_MODIFY);
+	if (wd < 0) {
+		log_warn("inotify watch of %s: %s: no grants will be given",
+			 path, strerror(errno));
+		goto err;
+	}
+	return wd;
+err:
+	if (fifo_fd >= 0)
+		close(fifo_fd);
+	fifo_fd = -1;
+	return -1;
+}
 
 int notify_init(const char *dir)
 {
@@ -71,28 +123,24 @@ int notify_init(const char *dir)
 	pthread_t th;
 	int err;
 
-	pthread_condattr_t ca;
-
 	test_hold_path = getenv("POHMELD_TEST_NOTIFY_HOLD");
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&sync_cv, &ca);
-	pthread_condattr_destroy(&ca);
 	ifd = inotify_init1(IN_CLOEXEC);
 	if (ifd < 0) {
 		log_warn("inotify: %s: no grants will be given",
 			 strerror(errno));
 		return 0;
 	}
-	sync_dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (sync_dirfd >= 0)
-		sync_wd = inotify_add_watch(ifd, dir, IN_CREATE |
-					    IN_ONLYDIR);
+	/* Known, so that the state directory is never watched for a
+	 * client (notify_watch); no event of it is wanted. */
+	sync_wd = inotify_add_watch(ifd, dir, IN_DELETE_SELF | IN_ONLYDIR);
 	if (sync_wd < 0) {
 		log_warn("inotify watch of %s: %s: no grants will be given",
 			 dir, strerror(errno));
 		goto err;
 	}
+	fifo_wd = fifo_init(dir);
+	if (fifo_wd < 0)
+		goto err;
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 256 * 1024);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -102,44 +150,86 @@ int notify_init(const char *dir)
 		return 0;
 	log_warn("notify thread: %s: no grants will be given",
 		 strerror(err));
+	close(fifo_fd);
+	fifo_fd = -1;
 err:
-	if (sync_dirfd >= 0)
-		close(sync_dirfd);
-	sync_dirfd = -1;
 	close(ifd);
 	ifd = -1;
 	return 0;
 }
 
-/* Wait until the thread has read every event queued before this call
- * (bounded: 1 s, then carry on). */
-void notify_sync(void)
+/*
+ * A ticket for the events a request caused so far: grants_synced() is
+ * called with it (or a later one) once they were all read. 0: there is
+ * no notify thread, or it cannot be woken; nothing to wait for then.
+ */
+uint64_t notify_ticket(void)
 {
-	char name[64];
-	struct timespec dl;
-	uint64_t seq;
-	int fd;
+	static atomic_bool warned;
+	uint64_t t;
+	bool wake;
 
 	if (ifd < 0)
+		return 0;
+	pthread_mutex_lock(&notify_mu);
+	t = ++sync_req;
+	if (sync_done == t - 1)
+		clock_gettime(CLOCK_MONOTONIC, &sync_since);
+	wake = !armed;
+	armed = true;
+	pthread_mutex_unlock(&notify_mu);
+	if (!wake || write(fifo_fd, "", 1) == 1)
+		return t;
+	/* Not woken: the marks go now (the thread finds them gone). */
+	pthread_mutex_lock(&notify_mu);
+	armed = false;
+	pthread_mutex_unlock(&notify_mu);
+	if (!atomic_exchange(&warned, true))
+		log_warn("%s: write: %s: pohmeld's own changes may be taken "
+			 "for local ones (needless recalls)", SYNC_FIFO,
+			 strerror(errno));
+	return 0;
+}
+
+/*
+ * After a batch of events: if tickets wait and the queue is empty (or
+ * they waited SYNC_MAX_MS), every ticket taken before this check is done.
+ */
+static void sync_check(void)
+{
+	struct timespec now;
+	uint64_t snap;
+	bool late;
+	int n = 0;
+
+	pthread_mutex_lock(&notify_mu);
+	snap = sync_req;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	late = (now.tv_sec - sync_since.tv_sec) * 1000 +
+	       (now.tv_nsec - sync_since.tv_nsec) / 1000000 >= SYNC_MAX_MS;
+	pthread_mutex_unlock(&notify_mu);
+	if (snap == sync_done)
+		return;		/* only this thread moves sync_done */
+	if (!late && (ioctl(ifd, FIONREAD, &n) || n))
 		return;
 	pthread_mutex_lock(&notify_mu);
-	seq = ++sync_req;
+	sync_done = snap;
+	if (sync_req != snap)
+		sync_since = now;
 	pthread_mutex_unlock(&notify_mu);
-	snprintf(name, sizeof(name), SYNC_PREFIX "%llu",
-		 (unsigned long long)seq);
-	fd = openat(sync_dirfd, name, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return;
-	close(fd);
-	unlinkat(sync_dirfd, name, 0);
-	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_sec++;
+	grants_synced(snap);
+}
+
+/* The FIFO's byte woke us: drain it, let the next ticket write again. */
+static void fifo_event(void)
+{
+	char buf[64];
+
 	pthread_mutex_lock(&notify_mu);
-	while (sync_done < seq)
-		if (pthread_cond_timedwait(&sync_cv, &notify_mu, &dl) ==
-		    ETIMEDOUT)
-			break;
+	armed = false;
 	pthread_mutex_unlock(&notify_mu);
+	while (read(fifo_fd, buf, sizeof(buf)) > 0)
+		;
 }
 
 /* Must hold notify_mu. Unlink wd's entry from the table; NULL if none. */
@@ -251,21 +341,15 @@ static void event(const struct inotify_event *ev)
 	struct wd_ent *e;
 	uint64_t id;
 
-	if (ev->wd == sync_wd && ev->len &&
-	    !strncmp(ev->name, SYNC_PREFIX, strlen(SYNC_PREFIX))) {
-		uint64_t seq = strtoull(ev->name + strlen(SYNC_PREFIX),
-					NULL, 10);
-
-		pthread_mutex_lock(&notify_mu);
-		if (seq > sync_done)
-			sync_done = seq;
-		pthread_cond_broadcast(&sync_cv);
-		pthread_mutex_unlock(&notify_mu);
+	if (ev->wd == fifo_wd && fifo_wd >= 0) {
+		if (ev->mask & IN_MODIFY)
+			fifo_event();
 		return;
 	}
 	if (ev->mask & IN_Q_OVERFLOW) {
 		log_warn("inotify queue overflow: recalling every grant");
 		grants_recall_all();
+		fifo_event();	/* its event may be among those lost */
 		return;
 	}
 	/*
@@ -322,5 +406,6 @@ void *notify_thread(void *arg)
 			event(ev);
 			off += (ssize_t)sizeof(*ev) + ev->len;
 		}
+		sync_check();
 	}
 }

@@ -3,8 +3,11 @@
  * bench_ops - small-operation throughput of pohmeld on loopback: each of
  * C client connections (one thread each, one request in flight at a time,
  * as a synchronous caller sees it) runs one kind of operation for S
- * seconds; prints operations per second and mean latency for each kind
- * and connection count. Numbers, not assertions (make bench-ops).
+ * seconds; prints operations per second, mean latency and pohmeld's CPU
+ * time per operation for each kind and connection count. The "held"
+ * kinds ask for grants and hold one on their directory, as a kernel
+ * mount does (every change in it then goes through grants.c and
+ * notify.c). Numbers, not assertions (make bench-ops).
  *   bench_ops PATH-TO-POHMELD [SECONDS] [CONNS...]
  */
 #include <pthread.h>
@@ -12,13 +15,14 @@
 #include <time.h>
 #include "integ_lib.h"
 
-enum kind { K_GETATTR, K_LOOKUP, K_CREATE_UNLINK, K_WRITE4K, K_READ4K,
-	    K_READDIR, K_NKINDS };
+enum kind { K_GETATTR, K_LOOKUP, K_CREATE_UNLINK, K_CREATE_UNLINK_HELD,
+	    K_WRITE4K, K_READ4K, K_READDIR, K_NKINDS };
 
 static const char *const kind_name[K_NKINDS] = {
 	[K_GETATTR]		= "getattr",
 	[K_LOOKUP]		= "lookup",
 	[K_CREATE_UNLINK]	= "create+unlink",
+	[K_CREATE_UNLINK_HELD]	= "create+unlink, directory held",
 	[K_WRITE4K]		= "write 4 KiB",
 	[K_READ4K]		= "read 4 KiB",
 	[K_READDIR]		= "readdir (64 entries)",
@@ -68,6 +72,7 @@ static int one_op(struct worker *w, struct pc *c, const struct wattr *d,
 	case K_LOOKUP:
 		return pc_lookup(c, &d->oid, "f", &a);
 	case K_CREATE_UNLINK:
+	case K_CREATE_UNLINK_HELD:
 		snprintf(name, sizeof(name), "n%lu", i);
 		err = pc_mkobj(c, POHMEL_OP_CREATE, &d->oid, name, 0644, 0, 0,
 			       NULL, &a, NULL);
@@ -99,12 +104,27 @@ static void *run_worker(void *arg)
 	double end;
 	int err;
 
-	err = cl_open(&c, w->sp, 0, 0);
+	if (w->kind == K_CREATE_UNLINK_HELD) {
+		err = pc_init(&c) ? -ENOMEM : 0;
+		if (err)
+			goto out;
+		c.want_features = POHMEL_FEAT_BATCH | POHMEL_FEAT_GRANTS;
+		err = pc_connect(&c, "127.0.0.1", w->sp->port);
+		if (!err)
+			err = pc_handshake(&c);
+	} else {
+		err = cl_open(&c, w->sp, 0, 0);
+	}
 	if (err)
 		goto out;
 	snprintf(name, sizeof(name), "w%d-%d", w->kind, w->id);
 	err = pc_mkobj(&c, POHMEL_OP_MKDIR, &c.root.oid, name, 0755, 0, 0,
 		       NULL, &d, NULL);
+	if (!err && w->kind == K_CREATE_UNLINK_HELD) {
+		err = pc_getattr(&c, &d.oid, &d);
+		if (!err && d.grant == POHMEL_GRANT_NONE)
+			err = -ENOLCK;	/* the bench would measure nothing */
+	}
 	if (err)
 		goto out_close;
 	err = pc_mkobj(&c, POHMEL_OP_CREATE, &d.oid, "f", 0644, 0, 0, NULL,
@@ -135,6 +155,29 @@ out:
 	return NULL;
 }
 
+/* pohmeld's user + system CPU time so far, in seconds (-1 if unknown). */
+static double server_cpu(pid_t pid)
+{
+	unsigned long ut, st;
+	char path[64], buf[1024], *p;
+	FILE *f;
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	p = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	p = p ? strrchr(buf, ')') : NULL;
+	if (!p)
+		return -1;
+	/* fields 14 and 15 (utime, stime) are the 12th and 13th after ')' */
+	n = sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+		   &ut, &st);
+	return n == 2 ? (double)(ut + st) / (double)sysconf(_SC_CLK_TCK) : -1;
+}
+
 int main(int argc, char **argv)
 {
 	static const int def_conns[] = { 1, 4, 16 };
@@ -149,14 +192,15 @@ int main(int argc, char **argv)
 		return 1;
 	printf("pohmeld small-op throughput on loopback, %.0f s per cell; one "
 	       "request in flight per connection\n", seconds);
-	printf("| operation | connections | ops/s | mean latency (us) |\n");
-	printf("|---|---:|---:|---:|\n");
+	printf("| operation | connections | ops/s | mean latency (us) | "
+	       "pohmeld CPU per op (us) |\n");
+	printf("|---|---:|---:|---:|---:|\n");
 	for (k = 0; k < K_NKINDS; k++) {
 		for (ci = 0; ci < nconns; ci++) {
 			int n = argc > 3 ? atoi(argv[3 + ci]) : def_conns[ci];
 			struct worker *w = calloc((size_t)n, sizeof(*w));
 			unsigned long total = 0;
-			double t0, el;
+			double t0, el, cpu0, cpu;
 
 			if (!w || n < 1 || n > 64) {
 				rc = 2;
@@ -164,6 +208,7 @@ int main(int argc, char **argv)
 				continue;
 			}
 			t0 = now();
+			cpu0 = server_cpu(sp.pid);
 			for (i = 0; i < n; i++) {
 				w[i] = (struct worker){ .sp = &sp, .kind = k,
 					.id = ci * 100 + i, .seconds = seconds };
@@ -180,8 +225,10 @@ int main(int argc, char **argv)
 				}
 			}
 			el = now() - t0;
-			printf("| %s | %d | %.0f | %.1f |\n", kind_name[k], n,
-			       total / el, total ? el * 1e6 * n / total : 0.0);
+			cpu = server_cpu(sp.pid) - cpu0;
+			printf("| %s | %d | %.0f | %.1f | %.1f |\n", kind_name[k],
+			       n, total / el, total ? el * 1e6 * n / total : 0.0,
+			       total && cpu0 >= 0 ? cpu * 1e6 / total : 0.0);
 			fflush(stdout);
 			free(w);
 		}
