@@ -694,12 +694,25 @@ int op_recall_ack(struct req *r)
  * order with the connection's other requests (pohmel_proto.h), so a grant
  * a later request got is not taken.
  */
+/* Must hold grants_mu. c's grant on id ends; whether a recall waited. */
+static bool release_one(struct conn *c, uint64_t id)
+{
+	struct gobj *o = gobj_find(id, false);
+	struct holder *h = o ? holder_of(o, c) : NULL;
+	bool woke;
+
+	if (!h)
+		return false;
+	woke = h->recall_id != 0;
+	holder_del(o, h);
+	gobj_maybe_free(o);
+	return woke;
+}
+
 int op_release(struct req *r)
 {
 	const struct msg *m = r->m;
 	bool woke = false;
-	struct holder *h;
-	struct gobj *o;
 	struct woid oid;
 	uint32_t i;
 
@@ -708,18 +721,23 @@ int op_release(struct req *r)
 	pthread_mutex_lock(&grants_mu);
 	for (i = 0; i < m->count; i++) {
 		woid_get(m->body + (size_t)i * POHMEL_OID_SIZE, &oid);
-		o = gobj_find(oid.id, false);
-		h = o ? holder_of(o, r->c) : NULL;
-		if (!h)
-			continue;
-		woke |= h->recall_id != 0;
-		holder_del(o, h);
-		gobj_maybe_free(o);
+		woke |= release_one(r->c, oid.id);
 	}
 	if (woke)
 		pthread_cond_broadcast(&grants_cv);
 	pthread_mutex_unlock(&grants_mu);
 	return 0;
+}
+
+/* A removal's POHMEL_REMOVE_RELEASE (ops_dir.c): as a RELEASE of o. */
+void grants_release(struct conn *c, const struct woid *o)
+{
+	if (!(c->features & POHMEL_FEAT_GRANTS))
+		return;
+	pthread_mutex_lock(&grants_mu);
+	if (release_one(c, o->id))
+		pthread_cond_broadcast(&grants_cv);
+	pthread_mutex_unlock(&grants_mu);
 }
 
 /* For STATS (rare): counted, not kept up to date on every change. */

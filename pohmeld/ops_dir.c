@@ -342,11 +342,34 @@ out_obj:
 	return err;
 }
 
+/*
+ * UNLINK/RMDIR took effect (or a re-run found it done): what the client
+ * gave up with it (POHMEL_REMOVE_*), as CLOSE and RELEASE would. So the
+ * removal is the only message: no CLOSE of an idle handle follows, no
+ * RELEASE at the inode's eviction, and the handle's fd, the last hold
+ * on the inode, is closed while the request still marks the object in
+ * flight, so its inotify events are known for pohmeld's own (no RECALL).
+ */
+static void op_remove_forget(struct req *r)
+{
+	const struct msg *m = r->m;
+	uint32_t i;
+
+	for (i = 0; r->s && m->flags & POHMEL_REMOVE_CLOSE && i < m->count;
+	     i++)
+		session_handle_close(r->s, get64(m->data + (size_t)i * 8),
+				     &m->oid2);
+	if (m->flags & POHMEL_REMOVE_RELEASE && r->c)
+		grants_release(r->c, &m->oid2);
+}
+
 int op_remove(struct req *r)
 {
 	const struct msg *m = r->m;
 	int dirfd, err;
 
+	if (m->flags && (!r->c || !(r->c->features & POHMEL_FEAT_FORGET)))
+		return EINVAL;
 	err = dir_enter(r, &m->oid, &dirfd);
 	if (err)
 		return err;
@@ -356,6 +379,8 @@ int op_remove(struct req *r)
 	else
 		err = attr_put_known(r, dirfd, &m->oid);
 	close(dirfd);
+	if (!err)
+		op_remove_forget(r);
 	return err;
 }
 
@@ -452,6 +477,8 @@ int op_redo_done(struct req *r, int status)
 		return status;
 	if (m->hdr.op == POHMEL_OP_UNLINK || m->hdr.op == POHMEL_OP_RMDIR) {
 		err = attr_put_known(r, dirfd, dir);
+		if (!err)
+			op_remove_forget(r);
 		goto out;
 	}
 	err = child_open(dirfd, name, &fd);

@@ -610,6 +610,7 @@ void grants_conn_gone(struct conn *c);
 void grants_local_change(uint64_t id);
 void grants_watch_gone(uint64_t id, int wd);
 void grants_synced(uint64_t ticket);
+void grants_release(struct conn *c, const struct woid *o);
 void grants_recall_all(void);
 void grants_shutdown(void);
 

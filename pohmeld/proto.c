@@ -151,12 +151,34 @@ static int parse_body(struct msg *m)
 	case POHMEL_OP_LOOKUP:
 	case POHMEL_OP_UNLINK:
 	case POHMEL_OP_RMDIR:
+	{
+		uint32_t ext = 0;
+
 		if (m->blen < POHMEL_NAME_REQ_SIZE)
 			return PROTO_DROP;
 		m->namelen = get16(b + 16);
-		NEED(POHMEL_NAME_REQ_SIZE + m->namelen);
+		m->count = get16(b + 18);	/* nhandles */
+		m->flags = get32(b + 20);
+		/* A layout it does not know: refused, the stream is framed.
+		 * Whether the connection may send these: op_remove. */
+		if ((m->flags & ~(uint32_t)POHMEL_REMOVE_ALL) ||
+		    (m->flags && m->hdr.op == POHMEL_OP_LOOKUP) ||
+		    (!(m->flags & POHMEL_REMOVE_CLOSE) && m->count) ||
+		    m->count > POHMEL_REMOVE_HANDLES_MAX)
+			return EINVAL;
+		if (m->flags)
+			ext = POHMEL_REMOVE_EXT_SIZE + m->count * 8;
+		NEED(POHMEL_NAME_REQ_SIZE + ext + m->namelen);
 		woid_get(b, &m->oid);
-		return take_name(b + POHMEL_NAME_REQ_SIZE, m->namelen, m->name);
+		if (ext) {
+			woid_get(b + POHMEL_NAME_REQ_SIZE, &m->oid2);
+			m->data = b + POHMEL_NAME_REQ_SIZE +
+				  POHMEL_REMOVE_EXT_SIZE;
+			m->dlen = m->count * 8;
+		}
+		return take_name(b + POHMEL_NAME_REQ_SIZE + ext, m->namelen,
+				 m->name);
+	}
 	case POHMEL_OP_SETATTR:
 		if (m->blen < POHMEL_SETATTR_SIZE)
 			return PROTO_DROP;

@@ -14,6 +14,7 @@ SIZE(pohmel_attr, POHMEL_ATTR_SIZE);
 SIZE(pohmel_hello, POHMEL_HELLO_SIZE);
 SIZE(pohmel_auth, POHMEL_AUTH_SIZE);
 SIZE(pohmel_name_req, POHMEL_NAME_REQ_SIZE);
+SIZE(pohmel_remove_ext, POHMEL_REMOVE_EXT_SIZE);
 SIZE(pohmel_create, POHMEL_CREATE_SIZE);
 SIZE(pohmel_entry_reply, POHMEL_ENTRY_REPLY_SIZE);
 SIZE(pohmel_link, POHMEL_LINK_SIZE);

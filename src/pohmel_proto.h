@@ -195,6 +195,10 @@
  *      server until the object changes again).
  * 1.3  Named keys, the transcript-bound handshake, HKDF session keys and
  *      sealed records (POHMEL_FEAT_SEAL_AES, _SEAL_CHACHA, _SIGN).
+ * 1.4  POHMEL_FEAT_FORGET: an UNLINK or RMDIR closes the client's idle
+ *      handles of what it removes and ends its grant on it
+ *      (POHMEL_REMOVE_CLOSE, POHMEL_REMOVE_RELEASE): no CLOSE or RELEASE
+ *      follows a removal.
  */
 #ifndef POHMEL_PROTO_H
 #define POHMEL_PROTO_H
@@ -203,7 +207,7 @@
 
 #define POHMEL_MAGIC		0x504f484dU	/* "POHM" */
 #define POHMEL_PROTO_MAJOR	1
-#define POHMEL_PROTO_MINOR	3
+#define POHMEL_PROTO_MINOR	4
 #define POHMEL_DEFAULT_PORT	7349
 
 #define POHMEL_NAME_MAX		255
@@ -237,12 +241,14 @@
 #define POHMEL_FEAT_SEAL_AES	(1ULL << 8)	/* AES-256-GCM records (1.3) */
 #define POHMEL_FEAT_SEAL_CHACHA	(1ULL << 9)	/* ChaCha20-Poly1305 (1.3) */
 #define POHMEL_FEAT_SIGN	(1ULL << 10)	/* records not encrypted (1.3) */
+#define POHMEL_FEAT_FORGET	(1ULL << 11)	/* POHMEL_REMOVE_* (1.4) */
 #define POHMEL_FEAT_AEAD	(POHMEL_FEAT_SEAL_AES | POHMEL_FEAT_SEAL_CHACHA)
 #define POHMEL_FEAT_ALL		(POHMEL_FEAT_AUTH | POHMEL_FEAT_GRANTS | \
 				 POHMEL_FEAT_BATCH | POHMEL_FEAT_RELEASE | \
 				 POHMEL_FEAT_STABLE | POHMEL_FEAT_FD_ACCESS | \
 				 POHMEL_FEAT_IDRANGE | POHMEL_FEAT_ASK_GRANT | \
-				 POHMEL_FEAT_AEAD | POHMEL_FEAT_SIGN)
+				 POHMEL_FEAT_AEAD | POHMEL_FEAT_SIGN | \
+				 POHMEL_FEAT_FORGET)
 
 /* hdr.flags */
 #define POHMEL_HF_REPLY		0x0001	/* this is a reply to hdr.tag */
@@ -452,15 +458,40 @@ struct pohmel_auth {
  * body struct (hdr.len is its length).
  */
 
-/* LOOKUP, UNLINK, RMDIR: struct pohmel_name_req, then namelen bytes. */
+/*
+ * LOOKUP, UNLINK, RMDIR: struct pohmel_name_req, then namelen bytes.
+ * nhandles and flags are 0 but in an UNLINK or RMDIR on a connection
+ * with POHMEL_FEAT_FORGET (1.4), whose flags may take:
+ *   POHMEL_REMOVE_CLOSE    the client drops the nhandles (1..
+ *                          POHMEL_REMOVE_HANDLES_MAX) handles of obj
+ *                          that follow: closed as by CLOSE;
+ *   POHMEL_REMOVE_RELEASE  the client drops its cache of obj: the
+ *                          connection's grant on it ends, as by RELEASE
+ *                          (replies to requests sent before are capped
+ *                          by the client, as after a RECALL);
+ * and then struct pohmel_remove_ext (obj: what the client believes it
+ * removes) and nhandles __be64 handles come before the name. Both take
+ * effect only if the removal does (a re-run found it done included);
+ * handles that are not the session's open handles of obj are skipped.
+ */
 struct pohmel_name_req {
 	struct pohmel_oid dir;
 	__be16 namelen;
-	__be16 pad0;
-	__be32 pad1;
+	__be16 nhandles;
+	__be32 flags;
 };
 
 #define POHMEL_NAME_REQ_SIZE	24
+#define POHMEL_REMOVE_CLOSE	0x1
+#define POHMEL_REMOVE_RELEASE	0x2
+#define POHMEL_REMOVE_ALL	(POHMEL_REMOVE_CLOSE | POHMEL_REMOVE_RELEASE)
+#define POHMEL_REMOVE_HANDLES_MAX	16
+
+struct pohmel_remove_ext {
+	struct pohmel_oid obj;
+};
+
+#define POHMEL_REMOVE_EXT_SIZE	16
 /*
  * LOOKUP reply: struct pohmel_attr of the object.
  * UNLINK/RMDIR reply: struct pohmel_attr of the directory afterwards.

@@ -23,6 +23,29 @@ uint32_t pc_enc_name_req(uint8_t *b, const struct woid *dir,
 	return POHMEL_NAME_REQ_SIZE + nl;
 }
 
+/* UNLINK/RMDIR with POHMEL_REMOVE_* (1.4): obj and n handles before
+ * the name; flags 0: as pc_enc_name_req. */
+uint32_t pc_enc_remove(uint8_t *b, const struct woid *dir, const char *name,
+		       uint32_t nl, uint32_t flags, const struct woid *obj,
+		       const uint64_t *h, uint32_t n)
+{
+	uint32_t i, off = POHMEL_NAME_REQ_SIZE;
+
+	memset(b, 0, POHMEL_NAME_REQ_SIZE);
+	woid_put(b, dir);
+	put16(b + 16, (uint16_t)nl);
+	put16(b + 18, (uint16_t)n);
+	put32(b + 20, flags);
+	if (flags) {
+		woid_put(b + off, obj);
+		off += POHMEL_REMOVE_EXT_SIZE;
+		for (i = 0; i < n; i++, off += 8)
+			put64(b + off, h[i]);
+	}
+	memcpy(b + off, name, nl);
+	return off + nl;
+}
+
 uint32_t pc_enc_setattr(uint8_t *b, const struct woid *o, uint32_t valid,
 			uint32_t mode, uint32_t uid, uint32_t gid,
 			uint64_t size, const struct wtime *at,

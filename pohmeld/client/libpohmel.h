@@ -134,6 +134,9 @@ int pc_next_recall(struct pc *c, int timeout_ms, struct pc_recall *r);
 uint32_t pc_enc_oid(uint8_t *b, const struct woid *o);
 uint32_t pc_enc_name_req(uint8_t *b, const struct woid *dir,
 			 const char *name, uint32_t nl);
+uint32_t pc_enc_remove(uint8_t *b, const struct woid *dir, const char *name,
+		       uint32_t nl, uint32_t flags, const struct woid *obj,
+		       const uint64_t *h, uint32_t n);
 uint32_t pc_enc_setattr(uint8_t *b, const struct woid *o, uint32_t valid,
 			uint32_t mode, uint32_t uid, uint32_t gid,
 			uint64_t size, const struct wtime *at,
