@@ -640,6 +640,24 @@ u64 pohmel_conn_stamp(struct pohmel_conn *c)
 }
 
 /*
+ * Our grant on @id ended by a request of ours (a removal's
+ * POHMEL_REMOVE_RELEASE): a reply to a request submitted before now is
+ * capped to NONE, as if a RECALL had come.
+ */
+void pohmel_conn_grant_ended(struct pohmel_conn *c, u64 id)
+{
+	struct pohmel_recall_rec *r;
+
+	spin_lock(&c->recall_lock);
+	c->recall_seq++;
+	r = &c->recall_ring[c->recall_seq % POHMEL_RECALL_RING];
+	r->id = id;
+	r->seq = c->recall_seq;
+	r->to = POHMEL_GRANT_NONE;
+	spin_unlock(&c->recall_lock);
+}
+
+/*
  * The highest grant a reply may give on object @id when its request was
  * submitted at @stamp: capped by every RECALL of @id that arrived since.
  */

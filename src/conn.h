@@ -302,6 +302,7 @@ static inline bool pohmel_conn_grants(struct pohmel_conn *c)
 int pohmel_conn_init(struct pohmel_conn *c);
 void pohmel_conn_release(struct pohmel_conn *c, u64 id, u64 gen, u32 conn_gen);
 u64 pohmel_conn_stamp(struct pohmel_conn *c);
+void pohmel_conn_grant_ended(struct pohmel_conn *c, u64 id);
 u32 pohmel_conn_grant_cap(struct pohmel_conn *c, u64 id, u64 stamp,
 			  u32 grant);
 int pohmel_conn_start(struct pohmel_conn *c);

@@ -352,19 +352,23 @@ static int pohmel_link(struct dentry *old, struct inode *dir,
 static int do_remove(struct inode *dir, struct dentry *dentry, u16 op)
 {
 	struct inode *inode = d_inode(dentry);
+	struct pohmel_forget fg;
 	struct pohmel_fattr pdir;
 	u32 gen = pohmel_verf_gen(dir);
 	int err;
 
+	/* the idle handles go with the removal, unused meanwhile */
+	pohmel_forget_begin(inode, op, &fg);
 	/* sent first: applied after the unlink they would find nothing */
 	err = pohmel_wb_attr_flush(inode);
 	if (!err)
 		err = pohmel_handles_ready(inode);
-	if (err)
-		return err;
-	err = pohmel_rpc_remove(pohmel_conn(dir), op, &POHMEL_I(dir)->oid,
-				dentry->d_name.name, dentry->d_name.len,
-				&pdir);
+	if (!err)
+		err = pohmel_rpc_remove(pohmel_conn(dir), op,
+					&POHMEL_I(dir)->oid,
+					dentry->d_name.name,
+					dentry->d_name.len, &fg, &pdir);
+	pohmel_forget_end(inode, &fg, !err);
 	if (err)
 		return err;
 	pohmel_write_through_done(dir, gen);

@@ -27,7 +27,7 @@ static void handle_release(struct kref *ref)
 	struct pohmel_handle *h = container_of(ref, struct pohmel_handle, ref);
 
 	/* CLOSE is sent even on a dying connection: the server must learn */
-	if (!h->deferred)
+	if (!h->deferred && !h->closed)
 		pohmel_rpc_close(h->conn, &h->oid, h->handle);
 	put_cred(h->cred);
 	kfree(h);
@@ -171,6 +171,77 @@ void pohmel_drop_idle_handles(struct inode *inode)
 		atomic_dec(&POHMEL_SB(inode->i_sb)->listed_handles);
 		pohmel_put_handle(h);
 	}
+}
+
+/*
+ * Before an UNLINK or RMDIR of @inode's name (1.4, POHMEL_FEAT_FORGET):
+ * take its idle handles off the inode into @fg, so that the removal
+ * closes them on the server (POHMEL_REMOVE_CLOSE; a deferred one never
+ * reached it and just goes), and, if that leaves it no handle and the
+ * name is its last, let the removal end the grant too
+ * (POHMEL_REMOVE_RELEASE): nothing of it is used after that, and the
+ * eviction sends neither CLOSE nor RELEASE. pohmel_forget_end() settles
+ * both once the reply is in.
+ */
+void pohmel_forget_begin(struct inode *inode, u16 op, struct pohmel_forget *fg)
+{
+	struct pohmel_inode *pi = POHMEL_I(inode);
+	struct pohmel_handle *h, *tmp;
+	bool busy = false;
+
+	memset(fg, 0, sizeof(*fg));
+	INIT_LIST_HEAD(&fg->list);
+	if (!(READ_ONCE(pohmel_conn(inode)->sess.features) & POHMEL_FEAT_FORGET))
+		return;
+	fg->obj = pi->oid;
+	spin_lock(&pi->lock);
+	list_for_each_entry_safe(h, tmp, &pi->handles, list) {
+		if (kref_read(&h->ref) != 1) {
+			busy = true;
+			continue;
+		}
+		if (!h->deferred) {
+			if (fg->n == POHMEL_REMOVE_HANDLES_MAX) {
+				busy = true;
+				continue;
+			}
+			fg->h[fg->n++] = h->handle;
+		}
+		list_move(&h->list, &fg->list);
+	}
+	spin_unlock(&pi->lock);
+	if (fg->n)
+		fg->flags |= POHMEL_REMOVE_CLOSE;
+	if (!busy && (op == POHMEL_OP_RMDIR || inode->i_nlink <= 1) &&
+	    pohmel_grant(inode, NULL) != POHMEL_GRANT_NONE)
+		fg->flags |= POHMEL_REMOVE_RELEASE;
+}
+
+/*
+ * The removal's outcome (@done: it took effect): the handles taken are
+ * freed without a CLOSE, and the grant is given up here as the server
+ * did (pohmel_grant_ended); if it failed, they go back on the inode.
+ */
+void pohmel_forget_end(struct inode *inode, struct pohmel_forget *fg,
+		       bool done)
+{
+	struct pohmel_inode *pi = POHMEL_I(inode);
+	struct pohmel_handle *h, *tmp;
+
+	if (!done) {		/* nothing given up: they are idle again */
+		spin_lock(&pi->lock);
+		list_splice_init(&fg->list, &pi->handles);
+		spin_unlock(&pi->lock);
+		return;
+	}
+	list_for_each_entry_safe(h, tmp, &fg->list, list) {
+		list_del_init(&h->list);
+		atomic_dec(&POHMEL_SB(inode->i_sb)->listed_handles);
+		h->closed = true;	/* no CLOSE: the removal closed it */
+		pohmel_put_handle(h);
+	}
+	if (fg->flags & POHMEL_REMOVE_RELEASE)
+		pohmel_grant_ended(inode);
 }
 
 /* A handle of @inode that @cred opened with at least @want, referenced. */

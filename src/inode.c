@@ -229,6 +229,22 @@ u32 pohmel_grant(struct inode *inode, u64 *epoch)
 	return g;
 }
 
+/*
+ * The server ended our grant on @inode with a request of ours that just
+ * completed (a removal's POHMEL_REMOVE_RELEASE). Replies to requests
+ * sent before it may still carry the grant: the recall ring caps them,
+ * as after a RECALL to NONE. The eviction then sends no RELEASE.
+ */
+void pohmel_grant_ended(struct inode *inode)
+{
+	struct pohmel_inode *pi = POHMEL_I(inode);
+
+	pohmel_conn_grant_ended(pohmel_conn(inode), pi->oid.id);
+	spin_lock(&pi->lock);
+	pi->grant = POHMEL_GRANT_NONE;
+	spin_unlock(&pi->lock);
+}
+
 u64 pohmel_grant_epoch(struct inode *inode)
 {
 	u64 e;

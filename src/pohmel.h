@@ -155,6 +155,7 @@ struct pohmel_handle {
 	 */
 	struct mutex open_mu;
 	bool deferred;
+	bool closed;			/* by a removal (forget): no CLOSE */
 	u64 handle;
 	u32 flags;			/* POHMEL_OPEN_* */
 	u32 want;			/* what the opener asked for */
@@ -236,6 +237,7 @@ int pohmel_revalidate_mapping(struct inode *inode);
 int pohmel_revalidate_data(struct inode *inode);
 void pohmel_invalidate_attrs(struct inode *inode);
 u32 pohmel_grant(struct inode *inode, u64 *epoch);
+void pohmel_grant_ended(struct inode *inode);
 u64 pohmel_grant_epoch(struct inode *inode);
 u64 pohmel_dir_epoch(struct inode *dir);
 void pohmel_recall_inode(struct super_block *sb,
@@ -280,6 +282,9 @@ void pohmel_put_handle(struct pohmel_handle *h);
 int pohmel_handle_ready(struct pohmel_handle *h);
 int pohmel_handles_ready(struct inode *inode);
 void pohmel_drop_idle_handles(struct inode *inode);
+void pohmel_forget_begin(struct inode *inode, u16 op, struct pohmel_forget *fg);
+void pohmel_forget_end(struct inode *inode, struct pohmel_forget *fg,
+		       bool done);
 
 /* addr.c */
 bool pohmel_err_transient(int err);

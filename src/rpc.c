@@ -196,16 +196,37 @@ int pohmel_rpc_lookup_nolog(struct pohmel_conn *c,
 
 int pohmel_rpc_remove(struct pohmel_conn *c, u16 op,
 		      const struct pohmel_foid *dir, const char *name, u32 len,
-		      struct pohmel_fattr *fdir)
+		      const struct pohmel_forget *fg, struct pohmel_fattr *fdir)
 {
+	u32 ext = fg && fg->flags ? POHMEL_REMOVE_EXT_SIZE + fg->n * 8 : 0;
+	struct pohmel_remove_ext *x;
+	struct pohmel_name_req *b;
 	struct pohmel_req *req;
+	u8 *h;
+	u32 i;
 	int err = check_name_arg(name, len);
 
 	if (err)
 		return err;
-	req = name_req(c, op, dir, name, len);
+	req = pohmel_req_alloc(c, op, POHMEL_NAME_REQ_SIZE + ext + len, true);
 	if (!req)
 		return -ENOMEM;
+	b = pohmel_req_append(req, POHMEL_NAME_REQ_SIZE);
+	put_oid(&b->dir, dir);
+	b->namelen = cpu_to_be16(len);
+	if (ext) {
+		b->nhandles = cpu_to_be16(fg->n);
+		b->flags = cpu_to_be32(fg->flags);
+		x = pohmel_req_append(req, POHMEL_REMOVE_EXT_SIZE);
+		put_oid(&x->obj, &fg->obj);
+		h = pohmel_req_append(req, fg->n * 8);
+		for (i = 0; h && i < fg->n; i++) {
+			__be64 v = cpu_to_be64(fg->h[i]);
+
+			memcpy(h + i * 8, &v, 8);
+		}
+	}
+	pohmel_req_append_name(req, name, len);
 	err = call(c, req);
 	if (err)
 		return err;

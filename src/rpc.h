@@ -116,9 +116,23 @@ int pohmel_rpc_create(struct pohmel_conn *c, u16 op,
 int pohmel_rpc_link(struct pohmel_conn *c, const struct pohmel_foid *obj,
 		    const struct pohmel_foid *dir, const char *name, u32 len,
 		    struct pohmel_fattr *fobj, struct pohmel_fattr *fdir);
+/*
+ * What an UNLINK/RMDIR gives up with the object it removes (1.4,
+ * POHMEL_FEAT_FORGET; file.c fills it): flags POHMEL_REMOVE_*, the
+ * server handles of the idle handles taken off the inode (n of them in
+ * h[], the handles themselves on list), and the object.
+ */
+struct pohmel_forget {
+	u32 flags;
+	u32 n;
+	struct pohmel_foid obj;
+	u64 h[POHMEL_REMOVE_HANDLES_MAX];
+	struct list_head list;
+};
+
 int pohmel_rpc_remove(struct pohmel_conn *c, u16 op,
 		      const struct pohmel_foid *dir, const char *name, u32 len,
-		      struct pohmel_fattr *fdir);
+		      const struct pohmel_forget *fg, struct pohmel_fattr *fdir);
 int pohmel_rpc_rename(struct pohmel_conn *c, const struct pohmel_foid *odir,
 		      const char *oname, u32 olen,
 		      const struct pohmel_foid *ndir, const char *nname,

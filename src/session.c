@@ -190,7 +190,8 @@ int pohmel_session_handshake(struct pohmel_conn *c, struct socket *sock,
 	if (c->grants)
 		want |= POHMEL_FEAT_GRANTS | POHMEL_FEAT_RELEASE;
 	if (!s->proto10)
-		want |= POHMEL_FEAT_STABLE | POHMEL_FEAT_FD_ACCESS;
+		want |= POHMEL_FEAT_STABLE | POHMEL_FEAT_FD_ACCESS |
+			POHMEL_FEAT_FORGET;
 	if (!s->proto10 && c->writeback)
 		want |= POHMEL_FEAT_IDRANGE | POHMEL_FEAT_ASK_GRANT |
 			POHMEL_FEAT_BATCH;

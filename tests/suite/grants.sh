@@ -10,6 +10,8 @@
 #   relisting: after another client's change in a small directory mount 1
 #     listed, a stat of every name in it costs one READDIR, not a LOOKUP
 #     per name;
+#   removal: rm of files mount 1 wrote is one request each, with no
+#     CLOSE, RELEASE or RECALL after it (protocol 1.4);
 #   idle handles: opening and closing more files than the server allows
 #     open per session leaves room for new files;
 #   no watch, no grant: a file pohmeld cannot watch (inotify's limit
@@ -270,6 +272,47 @@ check "grants: an append through mount 2 to a released file recalls nothing from
 	sh -c 'echo "$1"; [ -z "$1" ] && [ "$2" = "$3" ]' - "$(counts r0 r1)" "$r0" "$r1"
 check "grants: ... and mount 1 reads the new content" cross_ok
 rm -rf "$w1/tree"
+
+# --- a removal is one request (protocol 1.4, FEAT_FORGET) ---
+# 40 files written and closed on mount 1 (an idle handle and a grant
+# each), then removed with rm, and their directory with rmdir: 41
+# requests, the UNLINKs and the RMDIR, and nothing after them: no CLOSE
+# of the idle handles, no RELEASE at the inodes' eviction, no RECALL
+# drawn by pohmeld's own inotify events; and the server holds none of
+# their fds or grants any more. (Before 1.4 each file cost an UNLINK, a
+# CLOSE and a RELEASE, and often a RECALL.)
+nrm=40
+forget_one() {
+	local i o0 o1 c0 c1 rl0 rl1 r0 r1 h0 h1 g0 g1 rc=0
+	mkdir "$w1/rmt" || return 1
+	for i in $(seq 1 $nrm); do
+		printf 'x%s\n' "$i" >"$w1/rmt/f$i" || return 1
+	done
+	cat "$w1"/rmt/f* >/dev/null || return 1
+	h0=$(srv_stat handle_fds) g0=$(srv_stat grants)
+	o0=$(mstat "$POHMEL_MNT1" ops) c0=$(mstat "$POHMEL_MNT1" op:close)
+	rl0=$(mstat "$POHMEL_MNT1" grant_releases)
+	r0=$(mstat "$POHMEL_MNT1" recalls)
+	rm "$w1"/rmt/f* && rmdir "$w1/rmt" || return 1
+	sleep 1		# what eviction queues (CLOSE, RELEASE) goes out in a work item
+	o1=$(mstat "$POHMEL_MNT1" ops) c1=$(mstat "$POHMEL_MNT1" op:close)
+	rl1=$(mstat "$POHMEL_MNT1" grant_releases)
+	r1=$(mstat "$POHMEL_MNT1" recalls)
+	h1=$(srv_stat handle_fds) g1=$(srv_stat grants)
+	counts o0 o1 c0 c1 rl0 rl1 r0 r1 h0 h1 g0 g1 || return 1
+	echo "rm of $nrm files and rmdir: $((o1 - o0)) requests ($((c1 - c0)) CLOSE), $((rl1 - rl0)) grants released, $((r1 - r0)) recalls; server handle fds $h0 -> $h1, grants $g0 -> $g1"
+	[ $((o1 - o0)) = $((nrm + 1)) ] || rc=1
+	[ "$c1" = "$c0" ] && [ "$rl1" = "$rl0" ] && [ "$r1" = "$r0" ] || rc=1
+	[ "$h1" -le $((h0 - nrm)) ] && [ "$g1" -le $((g0 - nrm - 1)) ] || rc=1
+	[ $rc = 0 ] || diag "ops: $(ops_of "$POHMEL_MNT1")"
+	return $rc
+}
+feats=$(mstat "$POHMEL_MNT1" proto:features)
+if [[ $feats =~ ^0x[0-9a-f]+$ ]] && (( feats & 0x800 )); then
+	check "grants: rm of $nrm files written on mount 1 and rmdir of their directory send $((nrm + 1)) requests and nothing after them; the server drops their handles and grants" forget_one
+else
+	fail "grants: mount 1 negotiated FEAT_FORGET (protocol 1.4; features $feats)"
+fi
 
 # --- closed files keep idle handles only up to a bound ---
 # pohmeld caps a session at 4096 open handles; files opened and closed
