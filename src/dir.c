@@ -357,12 +357,16 @@ static int do_remove(struct inode *dir, struct dentry *dentry, u16 op)
 	u32 gen = pohmel_verf_gen(dir);
 	int err;
 
-	/* the idle handles go with the removal, unused meanwhile */
-	pohmel_forget_begin(inode, op, &fg);
-	/* sent first: applied after the unlink they would find nothing */
+	/*
+	 * Sent first: applied after the unlink they would find nothing
+	 * (the data they write goes with the idle handles, still there).
+	 */
 	err = pohmel_wb_attr_flush(inode);
-	if (!err)
-		err = pohmel_handles_ready(inode);
+	if (err)
+		return err;
+	/* the idle handles go with the removal (a deferred OPEN with them) */
+	pohmel_forget_begin(inode, op, &fg);
+	err = pohmel_handles_ready(inode);
 	if (!err)
 		err = pohmel_rpc_remove(pohmel_conn(dir), op,
 					&POHMEL_I(dir)->oid,
