@@ -9,6 +9,8 @@
  * mount does (every change in it then goes through grants.c and
  * notify.c). Numbers, not assertions (make bench-ops).
  *   bench_ops PATH-TO-POHMELD [SECONDS] [CONNS...]
+ * BENCH_KIND=TEXT runs only the kinds whose name contains TEXT (for a
+ * profiler: perf record -p "$(pidof pohmeld)").
  */
 #include <pthread.h>
 #include <sys/stat.h>
@@ -196,6 +198,9 @@ int main(int argc, char **argv)
 	       "pohmeld CPU per op (us) |\n");
 	printf("|---|---:|---:|---:|---:|\n");
 	for (k = 0; k < K_NKINDS; k++) {
+		if (getenv("BENCH_KIND") &&
+		    !strstr(kind_name[k], getenv("BENCH_KIND")))
+			continue;
 		for (ci = 0; ci < nconns; ci++) {
 			int n = argc > 3 ? atoi(argv[3 + ci]) : def_conns[ci];
 			struct worker *w = calloc((size_t)n, sizeof(*w));
