@@ -301,6 +301,13 @@ static inline bool pohmel_conn_grants(struct pohmel_conn *c)
 /* conn.c */
 int pohmel_conn_init(struct pohmel_conn *c);
 void pohmel_conn_release(struct pohmel_conn *c, u64 id, u64 gen, u32 conn_gen);
+/* conn.c, for conn_grants.c */
+int pohmel_conn_send_req(struct pohmel_conn *c, struct pohmel_req *req);
+/* conn_grants.c */
+int pohmel_conn_queue_recall(struct pohmel_conn *c, const struct pohmel_hdr *h,
+			     const void *body, u32 len);
+void pohmel_conn_release_work(struct work_struct *work);
+void pohmel_conn_release_drop_all(struct pohmel_conn *c);
 u64 pohmel_conn_stamp(struct pohmel_conn *c);
 void pohmel_conn_grant_ended(struct pohmel_conn *c, u64 id);
 u32 pohmel_conn_grant_cap(struct pohmel_conn *c, u64 id, u64 stamp,

@@ -236,6 +236,7 @@ int pohmel_revalidate_inode(struct inode *inode, bool force);
 int pohmel_revalidate_mapping(struct inode *inode);
 int pohmel_revalidate_data(struct inode *inode);
 void pohmel_invalidate_attrs(struct inode *inode);
+void pohmel_take_grant(struct inode *inode, const struct pohmel_fattr *fa);
 u32 pohmel_grant(struct inode *inode, u64 *epoch);
 void pohmel_grant_ended(struct inode *inode);
 u64 pohmel_grant_epoch(struct inode *inode);
