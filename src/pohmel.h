@@ -279,6 +279,10 @@ void pohmel_dcache_new_dir(struct inode *dir);
 /* file.c */
 extern const struct file_operations pohmel_file_fops;
 struct pohmel_handle *pohmel_get_handle(struct inode *inode, u32 want);
+struct pohmel_handle *pohmel_reuse_handle(struct inode *inode, u32 want,
+					  const struct cred *cred);
+int pohmel_handle_open(struct pohmel_handle *h, u32 extra, u64 *handle,
+		       struct pohmel_fattr *fa);
 void pohmel_put_handle(struct pohmel_handle *h);
 int pohmel_handle_ready(struct pohmel_handle *h);
 int pohmel_handles_ready(struct inode *inode);
