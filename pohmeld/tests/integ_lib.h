@@ -185,6 +185,21 @@ static inline long proc_status(pid_t pid, const char *key)
 	return v;
 }
 
+/* The server counter NAME from STATS over c; -1 if it cannot be read. */
+static inline long srv_stat(struct pc *c, const char *name)
+{
+	static char buf[8192];
+	size_t n = strlen(name);
+	char *p;
+
+	if (pc_stats(c, buf, sizeof(buf)))
+		return -1;
+	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, name, n) && p[n] == ' ')
+			return atol(p + n + 1);
+	return -1;
+}
+
 /* Lines of base/NAME.log (server NAME's log) containing TEXT. */
 static inline int log_count(const char *name, const char *text)
 {

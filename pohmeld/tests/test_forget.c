@@ -34,20 +34,6 @@ static int gopen(struct pc *c, uint64_t feats)
 	return pc_handshake(c);
 }
 
-static long stat_of(struct pc *c, const char *name)
-{
-	static char buf[8192];
-	size_t n = strlen(name);
-	char *p;
-
-	if (pc_stats(c, buf, sizeof(buf)))
-		return -1;
-	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (!strncmp(p, name, n) && p[n] == ' ')
-			return atol(p + n + 1);
-	return -1;
-}
-
 /* UNLINK or RMDIR of dir/name, giving up obj's handles h[0..n) and
  * (release) the grant on it: 0, the errno of the reply, or a negative
  * errno (no reply: the connection is gone). */
@@ -138,15 +124,15 @@ static void t_unlink(void)
 
 	CHECK(held_file(&a, &d.oid, "f", &f, &h) == 0,
 	      "A: 'f' opened, written and held");
-	fd0 = stat_of(&a, "handle_fds");
-	g0 = stat_of(&a, "grants");
+	fd0 = srv_stat(&a, "handle_fds");
+	g0 = srv_stat(&a, "grants");
 	CHECK(forget(&a, POHMEL_OP_UNLINK, &d.oid, "f",
 		     POHMEL_REMOVE_CLOSE | POHMEL_REMOVE_RELEASE, &f.oid, &h,
 		     1) == 0 &&
 	      pc_lookup(&a, &d.oid, "f", &x) == ENOENT,
 	      "A: UNLINK f with its handle and grant: done");
-	fd1 = stat_of(&a, "handle_fds");
-	g1 = stat_of(&a, "grants");
+	fd1 = srv_stat(&a, "handle_fds");
+	g1 = srv_stat(&a, "grants");
 	CHECK(fd0 > 0 && fd1 == fd0 - 1, "its handle's fd is closed (%ld, "
 	      "then %ld)", fd0, fd1);
 	CHECK(g0 > 0 && g1 == g0 - 1, "the server holds one grant less (%ld, "
@@ -159,12 +145,12 @@ static void t_unlink(void)
 
 	/* a failed removal gives up nothing */
 	CHECK(held_file(&a, &d.oid, "k", &f, &h) == 0, "A: 'k' held");
-	g0 = stat_of(&a, "grants");
+	g0 = srv_stat(&a, "grants");
 	CHECK(forget(&a, POHMEL_OP_UNLINK, &d.oid, "nonexistent",
 		     POHMEL_REMOVE_CLOSE | POHMEL_REMOVE_RELEASE, &f.oid, &h,
 		     1) == ENOENT, "UNLINK of a missing name: ENOENT");
 	CHECK(pc_read(&a, &f.oid, h, 0, buf, sizeof(buf), &got) == 0 &&
-	      got == 4 && stat_of(&a, "grants") == g0,
+	      got == 4 && srv_stat(&a, "grants") == g0,
 	      "k's handle still reads, its grant stands");
 
 	/* handles of another object, or not open: skipped */
@@ -197,11 +183,11 @@ static void t_rmdir_and_others(void)
 	      pc_getattr(&a, &d.oid, &x) == 0 && x.grant &&
 	      pc_getattr(&a, &e.oid, &x) == 0 && x.grant,
 	      "A: r and r/sub, both held");
-	g0 = stat_of(&a, "grants");
+	g0 = srv_stat(&a, "grants");
 	CHECK(forget(&a, POHMEL_OP_RMDIR, &d.oid, "sub",
 		     POHMEL_REMOVE_RELEASE, &e.oid, NULL, 0) == 0,
 	      "A: RMDIR sub with RELEASE: done");
-	g1 = stat_of(&a, "grants");
+	g1 = srv_stat(&a, "grants");
 	CHECK(g1 == g0 - 1, "one grant less (%ld, then %ld)", g0, g1);
 	r = pc_next_recall(&a, 1000, &rc);
 	CHECK(r == -ETIMEDOUT, "no RECALL to A (%d)", r);

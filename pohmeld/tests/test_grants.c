@@ -402,8 +402,6 @@ static void t_flush_before_ack(void)
 	cl_close(&c);
 }
 
-static long stat_of(struct pc *c, const char *name);
-
 /*
  * A never acks: B is answered once the lease ran out. That B's answer
  * came by the lease's end (not early, not by an ack) is observed: the
@@ -422,14 +420,14 @@ static void t_lease(void)
 	      "two grant sessions (lease 1 s)");
 	CHECK(mkfile(&a, "ls", &f) == 0 && pc_getattr(&a, &f.oid, &x) == 0 &&
 	      x.grant == POHMEL_GRANT_SHARED, "A: SHARED");
-	e0 = stat_of(&b, "grants_lease_expired");
+	e0 = srv_stat(&b, "grants_lease_expired");
 	t0 = now_s();
 	CHECK(send_write(&b, &f.oid, 90) == 0 &&
 	      pc_next_recall(&a, 10000, &rc) == 0, "A: RECALL, not acked");
 	CHECK(reply_grant(&b, 90, &st) == POHMEL_GRANT_EXCL && st == 0,
 	      "B: answered anyway, EXCL");
 	dt = now_s() - t0;
-	e1 = stat_of(&b, "grants_lease_expired");
+	e1 = srv_stat(&b, "grants_lease_expired");
 	CHECK(e0 >= 0 && e1 == e0 + 1,
 	      "B was answered by the lease's end: one grant revoked unacked "
 	      "(grants_lease_expired %ld -> %ld)", e0, e1);
@@ -506,7 +504,7 @@ static void t_mutual(void)
 	      pc_getattr(&b, &fy.oid, &t) == 0 && t.grant,
 	      "A holds mx, B holds my");
 	a.auto_ack = b.auto_ack = true;
-	e0 = stat_of(&a, "grants_lease_expired");
+	e0 = srv_stat(&a, "grants_lease_expired");
 	t0 = now_s();
 	CHECK(send_write(&a, &fy.oid, 101) == 0 &&
 	      send_write(&b, &fx.oid, 102) == 0, "both WRITEs in flight");
@@ -517,7 +515,7 @@ static void t_mutual(void)
 	dt = now_s() - t0;
 	CHECK(ma.st == 0 && mb.st == 0 && ma.grant == POHMEL_GRANT_EXCL &&
 	      mb.grant == POHMEL_GRANT_EXCL, "both complete, each EXCL");
-	e1 = stat_of(&a, "grants_lease_expired");
+	e1 = srv_stat(&a, "grants_lease_expired");
 	CHECK(a.recalls_seen == 1 && b.recalls_seen == 1 && e0 >= 0 &&
 	      e1 == e0 && dt < LEASE_LONG / 2,
 	      "by acks, not by the lease (no grant revoked unacked: "
@@ -828,19 +826,6 @@ static void t_race(void)
 }
 
 /* STATS' "name N" line, or -1. */
-static long stat_of(struct pc *c, const char *name)
-{
-	static char buf[8192];
-	size_t n = strlen(name);
-	char *p;
-
-	if (pc_stats(c, buf, sizeof(buf)))
-		return -1;
-	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (!strncmp(p, name, n) && p[n] == ' ')
-			return atol(p + n + 1);
-	return -1;
-}
 
 static int release(struct pc *c, const struct woid *o, uint32_t n)
 {
@@ -875,16 +860,16 @@ static void t_release(void)
 	      pc_getattr(&a, &f.oid, &t) == 0 && t.grant &&
 	      pc_getattr(&a, &g.oid, &t) == 0 && t.grant,
 	      "A holds rl1 and rl2");
-	h0 = stat_of(&b, "grants");
+	h0 = srv_stat(&b, "grants");
 	CHECK(release(&a, &f.oid, 1) == 0, "RELEASE rl1: empty reply");
-	h1 = stat_of(&b, "grants");
+	h1 = srv_stat(&b, "grants");
 	CHECK(h0 > 0 && h1 == h0 - 1, "the server holds one grant less (%ld, then %ld)", h0, h1);
 	CHECK(pc_write(&b, &f.oid, 0, 0, "b", 1, 0, NULL) == 0 &&
 	      pc_next_recall(&a, 300, &rc) == -ETIMEDOUT,
 	      "B writes rl1: no RECALL to A");
 
 	/* a RECALL pending: the RELEASE acks it */
-	e0 = stat_of(&b, "grants_lease_expired");
+	e0 = srv_stat(&b, "grants_lease_expired");
 	t0 = now_s();
 	CHECK(send_write(&b, &g.oid, 120) == 0 &&
 	      pc_next_recall(&a, 10000, &rc) == 0 && rc.oid.id == g.oid.id,
@@ -893,11 +878,11 @@ static void t_release(void)
 	CHECK(release(&a, &g.oid, 1) == 0 && reply_grant(&b, 120, &st) >= 0 &&
 	      st == 0, "A releases rl2 instead of acking: B answered");
 	dt = now_s() - t0;
-	e1 = stat_of(&b, "grants_lease_expired");
+	e1 = srv_stat(&b, "grants_lease_expired");
 	CHECK(e0 >= 0 && e1 == e0 && dt < LEASE_LONG / 2,
 	      "by the RELEASE, not the lease (grants_lease_expired %ld -> %ld; "
 	      "%.2f s)", e0, e1, dt);
-	w1 = stat_of(&b, "watches");
+	w1 = srv_stat(&b, "watches");
 	CHECK(w1 >= 0, "STATS reports watches (%ld)", w1);
 
 	/* a grant got after the RELEASE (same connection, in order) stands */
