@@ -123,6 +123,43 @@ static void requests(void)
 		CHECK(parse((uint16_t)op, b, n - 1) == PROTO_DROP,
 		      "%s: name longer than body drops", op_name((unsigned)op));
 	}
+	{
+		const uint64_t hs[2] = { 0x1122334455667788ULL, 42 };
+		const struct woid obj = { 77, 5 };
+
+		n = pc_enc_remove(b, &o, "gone", 4, POHMEL_REMOVE_CLOSE |
+				  POHMEL_REMOVE_RELEASE, &obj, hs, 2);
+		CHECK(n == POHMEL_NAME_REQ_SIZE + POHMEL_REMOVE_EXT_SIZE + 16 + 4 &&
+		      parse(POHMEL_OP_UNLINK, b, n) == 0 &&
+		      oid_eq(&m.oid, o.id, o.gen) && oid_eq(&m.oid2, 77, 5) &&
+		      m.count == 2 && m.dlen == 16 &&
+		      get64(m.data) == hs[0] && get64(m.data + 8) == 42 &&
+		      !strcmp(m.name, "gone"),
+		      "UNLINK with CLOSE and RELEASE (1.4) round trip");
+		CHECK(parse(POHMEL_OP_UNLINK, b, n - 1) == PROTO_DROP &&
+		      parse(POHMEL_OP_UNLINK, b, n + 8) == PROTO_DROP,
+		      "... a body 1 short or 8 long drops");
+		n = pc_enc_remove(b, &o, "d", 1, POHMEL_REMOVE_RELEASE, &obj,
+				  NULL, 0);
+		CHECK(parse(POHMEL_OP_RMDIR, b, n) == 0 &&
+		      oid_eq(&m.oid2, 77, 5) && m.count == 0 &&
+		      !strcmp(m.name, "d"), "RMDIR with RELEASE round trip");
+		put16(b + 18, 1);	/* a handle, but no CLOSE */
+		CHECK(parse(POHMEL_OP_RMDIR, b, n) == EINVAL,
+		      "handles without CLOSE: EINVAL");
+		n = pc_enc_remove(b, &o, "d", 1, POHMEL_REMOVE_CLOSE, &obj, hs,
+				  2);
+		put16(b + 18, POHMEL_REMOVE_HANDLES_MAX + 1);
+		CHECK(parse(POHMEL_OP_UNLINK, b, n) == EINVAL,
+		      "more than %d handles: EINVAL", POHMEL_REMOVE_HANDLES_MAX);
+		n = pc_enc_remove(b, &o, "d", 1, 0x80, &obj, NULL, 0);
+		CHECK(parse(POHMEL_OP_UNLINK, b, n) == EINVAL,
+		      "an unknown removal flag: EINVAL");
+		n = pc_enc_remove(b, &o, "d", 1, POHMEL_REMOVE_RELEASE, &obj,
+				  NULL, 0);
+		CHECK(parse(POHMEL_OP_LOOKUP, b, n) == EINVAL,
+		      "LOOKUP with a removal flag: EINVAL");
+	}
 	n = pc_enc_name_req(b, &o, "a/b", 3);
 	CHECK(parse(POHMEL_OP_LOOKUP, b, n) == EINVAL, "name with / EINVAL");
 	n = pc_enc_name_req(b, &o, "a\0b", 3);
@@ -565,6 +602,12 @@ static int seeds(const char *dir)
 	ADD(POHMEL_OP_RENAME, pc_enc_rename(b, &r, "file", 4, &r, "f2", 2, 0));
 	ADD(POHMEL_OP_UNLINK, pc_enc_name_req(b, &r, "file", 4));
 	ADD(POHMEL_OP_RMDIR, pc_enc_name_req(b, &r, "sub", 3));
+	ADD(POHMEL_OP_UNLINK, pc_enc_remove(b, &r, "file", 4,
+					    POHMEL_REMOVE_CLOSE |
+					    POHMEL_REMOVE_RELEASE, &r,
+					    (const uint64_t[]){ 1, 2 }, 2));
+	ADD(POHMEL_OP_RMDIR, pc_enc_remove(b, &r, "sub", 3,
+					   POHMEL_REMOVE_RELEASE, &r, NULL, 0));
 	ADD(POHMEL_OP_SETATTR, pc_enc_setattr(b, &r, POHMEL_SET_MODE, 0755, 0,
 					      0, 0, NULL, NULL));
 	ADD(POHMEL_OP_STATFS, pc_enc_oid(b, &r));
