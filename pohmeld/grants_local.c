@@ -4,52 +4,24 @@
  *
  * A modifying request marks the objects it changes in flight
  * (grants_begin, grants.c); notify.c skips events of marked objects, and
- * a reply to another connection gets no grant on one. The marks must
- * outlast the request until notify.c has read every event it caused,
- * but the reply does not wait for that: grants_end takes a ticket from
- * notify.c and moves the marks onto the late list (copies: the request's
- * own go with it), and notify.c drops them with grants_synced() once the
- * events before the ticket are read. A change notify.c reports of an
- * unmarked object was made in the export directly: its holders are
- * recalled (grants_local_change).
+ * a reply to another connection gets no grant on one. The marks stay
+ * until notify.c has read every event the request caused (grants_end),
+ * and go before the reply, so a local change after it is always seen.
+ * A change notify.c reports of an unmarked object was made in the
+ * export directly: its holders are recalled (grants_local_change).
  *
- * Lock rules: grants_mu (grants.c) protects the late list and the marks
- * on it, as the gobj they are on.
+ * Lock rules: grants_mu (grants.c) protects the marks, as the gobj they
+ * are on.
  */
 #include <stdlib.h>
 #include "grants_int.h"
 
-struct late_mark {
-	struct late_mark *next;
-	uint64_t ticket;
-	struct grant_mark m;		/* m.c is a reference */
-};
-
-static struct late_mark *late;		/* under grants_mu */
-
-/* Must hold grants_mu. Take mark g off its object's in-flight list. */
-static void unmark(struct grant_mark *g)
-{
-	struct gobj *o = g->obj;
-	struct grant_mark **pp;
-
-	for (pp = &o->busy; *pp; pp = &(*pp)->next) {
-		if (*pp == g) {
-			*pp = g->next;
-			break;
-		}
-	}
-	gobj_maybe_free(o);
-	g->obj = NULL;
-}
-
 /*
- * After the handler. Marks of objects without a watch go at once (no
- * event of theirs is read); the others stay, as late marks, until
- * notify.c has read what the request caused. Without a ticket (no
- * notify thread) or memory for the copy, they go at once too: an event
- * of ours may then be taken for a local change, which costs a needless
- * recall, never a stale cache.
+ * After the handler: while the modified objects are still marked in
+ * flight, let notify.c read every event the request caused (they are
+ * pohmeld's own, not local changes: it skips objects in flight), then
+ * drop the marks. The wait is a ticket and notify.c's next look at an
+ * empty queue (notify.c), not a file made in the state directory.
  */
 void grants_end(struct req *r)
 {
@@ -64,50 +36,26 @@ void grants_end(struct req *r)
 	pthread_mutex_unlock(&grants_mu);
 	if (watched)
 		t = notify_ticket();
+	if (t)
+		notify_wait(t);
 	pthread_mutex_lock(&grants_mu);
 	for (i = 0; i < r->ngm; i++) {
-		struct grant_mark *g = &r->gm[i];
-		struct late_mark *lm;
+		struct grant_mark *g = &r->gm[i], **pp;
+		struct gobj *o = g->obj;
 
-		if (!g->obj)
+		if (!o)
 			continue;
-		lm = t ? malloc(sizeof(*lm)) : NULL;
-		if (lm) {
-			lm->ticket = t;
-			lm->m = *g;
-			conn_get(lm->m.c);
-			lm->m.next = g->obj->busy;
-			g->obj->busy = &lm->m;
-			lm->next = late;
-			late = lm;
+		for (pp = &o->busy; *pp; pp = &(*pp)->next) {
+			if (*pp == g) {
+				*pp = g->next;
+				break;
+			}
 		}
-		unmark(g);
+		gobj_maybe_free(o);
+		g->obj = NULL;
 	}
 	pthread_mutex_unlock(&grants_mu);
 	r->ngm = 0;
-}
-
-/* notify.c: every event queued before ticket was taken has been read. */
-void grants_synced(uint64_t ticket)
-{
-	struct late_mark *lm, **pp, *done = NULL;
-
-	pthread_mutex_lock(&grants_mu);
-	for (pp = &late; (lm = *pp);) {
-		if (lm->ticket > ticket) {
-			pp = &lm->next;
-			continue;
-		}
-		*pp = lm->next;
-		unmark(&lm->m);
-		lm->next = done;
-		done = lm;
-	}
-	pthread_mutex_unlock(&grants_mu);
-	for (; (lm = done); free(lm)) {
-		done = lm->next;
-		conn_put(lm->m.c);
-	}
 }
 
 /*

@@ -24,25 +24,24 @@
  *
  * pohmeld's own changes cause events too. A modifying request marks its
  * objects in flight (grants.c), and events for such objects are skipped.
- * The marks must stay until this thread has read every event the request
- * caused, but the request need not wait for that: grants_end takes a
- * ticket (notify_ticket) and hands its marks over, and this thread drops
- * them (grants_synced) once it has seen the queue empty after the ticket
- * was taken. The request's events were queued before (the kernel queues
- * them within the system calls that cause them), and this thread is the
- * only reader, so an empty queue means they were read and handled. To be
- * sure to wake up, a ticket taker writes a byte into SYNC_FIFO, a FIFO in
- * the state directory watched for IN_MODIFY, unless a byte written
- * earlier is not drained yet (its event is then still ahead: armed). So
- * a busy server pays one write per wake-up of this thread, not one per
- * request, and no request waits for it (before, each created and removed
- * a file in the state directory and waited for this thread to see it).
+ * Before the marks go, the request waits until this thread has read
+ * every event it caused: it takes a ticket (notify_ticket) and waits
+ * (notify_wait) until this thread has seen the queue empty after the
+ * ticket was taken. The kernel queues the events within the system
+ * calls that cause them, and this thread is the only reader, so an
+ * empty queue means they were read and handled. To be sure to wake up,
+ * a ticket taker writes a byte into SYNC_FIFO, a FIFO in the state
+ * directory watched for IN_MODIFY, unless a byte written earlier is not
+ * drained yet (its event is then still ahead: armed). So a busy server
+ * pays one write per wake-up of this thread, not one per request (before,
+ * each request created and removed a file in the state directory).
  * A local change to an object while pohmeld itself modifies it is thus
  * taken for pohmeld's (the next one is seen). If the queue does not run
- * empty for SYNC_MAX_MS (a flood of local changes), the marks go anyway.
+ * empty for SYNC_MAX_MS (a flood of local changes), the wait ends anyway.
  *
  * Lock rules: notify_mu protects the wd -> id table and the tickets
- * (sync_req, sync_done, armed, sync_since); taken under grants_mu
+ * (sync_req, sync_done, armed, sync_since; sync_cv signals sync_done);
+ * taken under grants_mu
  * (notify_watch/unwatch), never the other way round: the thread copies
  * the id and drops notify_mu before calling grants.c. notify_watch holds
  * it across inotify_add_watch() and the insert.
@@ -72,6 +71,7 @@ struct wd_ent {
 };
 
 static pthread_mutex_t notify_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sync_cv;		/* sync_done moved */
 static struct wd_ent *wds[WD_BUCKETS];	/* under notify_mu */
 static uint64_t sync_req, sync_done;	/* under notify_mu */
 static bool armed;			/* under notify_mu */
@@ -123,7 +123,13 @@ int notify_init(const char *dir)
 	pthread_t th;
 	int err;
 
+	pthread_condattr_t ca;
+
 	test_hold_path = getenv("POHMELD_TEST_NOTIFY_HOLD");
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&sync_cv, &ca);
+	pthread_condattr_destroy(&ca);
 	ifd = inotify_init1(IN_CLOEXEC);
 	if (ifd < 0) {
 		log_warn("inotify: %s: no grants will be given",
@@ -159,9 +165,9 @@ err:
 }
 
 /*
- * A ticket for the events a request caused so far: grants_synced() is
- * called with it (or a later one) once they were all read. 0: there is
- * no notify thread, or it cannot be woken; nothing to wait for then.
+ * A ticket for the events a request caused so far, for notify_wait().
+ * 0: there is no notify thread, or it cannot be woken; nothing to wait
+ * for then.
  */
 uint64_t notify_ticket(void)
 {
@@ -180,7 +186,7 @@ uint64_t notify_ticket(void)
 	pthread_mutex_unlock(&notify_mu);
 	if (!wake || write(fifo_fd, "", 1) == 1)
 		return t;
-	/* Not woken: the marks go now (the thread finds them gone). */
+	/* Not woken: no wait (an event of ours may look local). */
 	pthread_mutex_lock(&notify_mu);
 	armed = false;
 	pthread_mutex_unlock(&notify_mu);
@@ -216,8 +222,24 @@ static void sync_check(void)
 	sync_done = snap;
 	if (sync_req != snap)
 		sync_since = now;
+	pthread_cond_broadcast(&sync_cv);
 	pthread_mutex_unlock(&notify_mu);
-	grants_synced(snap);
+}
+
+/* Wait until every event queued before ticket t was read (at most
+ * SYNC_MAX_MS, then carry on). */
+void notify_wait(uint64_t t)
+{
+	struct timespec dl;
+
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += SYNC_MAX_MS / 1000;
+	pthread_mutex_lock(&notify_mu);
+	while (sync_done < t)
+		if (pthread_cond_timedwait(&sync_cv, &notify_mu, &dl) ==
+		    ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&notify_mu);
 }
 
 /* The FIFO's byte woke us: drain it, let the next ticket write again. */

@@ -609,7 +609,6 @@ int grants_held(struct conn *c);
 void grants_conn_gone(struct conn *c);
 void grants_local_change(uint64_t id);
 void grants_watch_gone(uint64_t id, int wd);
-void grants_synced(uint64_t ticket);
 void grants_release(struct conn *c, const struct woid *o);
 void grants_recall_all(void);
 void grants_shutdown(void);
@@ -619,6 +618,7 @@ int notify_init(const char *state_dir);
 int notify_watch(int fd, uint64_t id, bool dir);
 void notify_unwatch(int wd);
 uint64_t notify_ticket(void);
+void notify_wait(uint64_t t);
 void *notify_thread(void *arg);
 
 /* ---- listen.c: sockets and systemd ---- */
