@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * addr.c - the page cache: read_folio and readahead (one READ of up to
- * rsize per batch), writepages for pages dirtied through shared writable
- * mmap (contiguous dirty folios batched into WRITEs of up to wsize), and
- * page_mkwrite.
+ * addr.c - the page cache: read_folio, readahead (READs of up to rsize,
+ * several in flight, ended on the connection's I/O workqueue), writepages
+ * (contiguous dirty folios batched into WRITEs of up to wsize, several in
+ * flight, ended there too), and page_mkwrite.
  */
 #include <linux/bvec.h>
 #include <linux/cred.h>
@@ -29,44 +29,15 @@ static struct pohmel_handle *file_handle(struct file *file,
 }
 
 /*
- * Fill @nr locked, contiguous folios with one READ; zero what lies beyond
- * the end of file; unlock them all unless @keep_locked.
+ * @nr locked, contiguous folios that one READ filled with @n bytes (or
+ * failed, @n < 0): zero what lies beyond the bytes read, mark them
+ * uptodate, unlock them unless @keep_locked.
  */
-static int fill_folios(struct file *file, struct inode *inode,
-		       struct folio **folios, unsigned int nr, bool keep_locked)
+static void end_folios(struct folio **folios, unsigned int nr, ssize_t n,
+		       bool keep_locked)
 {
-	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
-	struct pohmel_inode *pi = POHMEL_I(inode);
-	struct pohmel_handle *h = file_handle(file, inode, POHMEL_OPEN_READ);
-	loff_t pos = folio_pos(folios[0]);
-	struct pohmel_fattr fa;
-	struct bio_vec *bv;
-	struct iov_iter it;
 	unsigned int i;
-	ssize_t n;
 
-	n = pohmel_handle_ready(h);
-	if (n)
-		goto out;
-	bv = kmalloc_array(nr, sizeof(*bv), GFP_NOFS);
-	if (!bv) {
-		n = -ENOMEM;
-		goto out;
-	}
-	for (i = 0; i < nr; i++) {
-		bv[i].bv_page = folio_page(folios[i], 0);
-		bv[i].bv_offset = 0;
-		bv[i].bv_len = PAGE_SIZE;
-	}
-	iov_iter_bvec(&it, ITER_DEST, bv, nr, nr * PAGE_SIZE);
-	n = pohmel_rpc_read(&sbi->conn, &pi->oid, h ? h->handle : 0, pos,
-			    nr * PAGE_SIZE, &it, &fa);
-	kfree(bv);
-	if (n >= 0) {
-		pohmel_refresh_inode(inode, &fa, 0);
-		atomic64_add(n, &sbi->stats.bytes_read);
-	}
-out:
 	for (i = 0; i < nr; i++) {
 		struct folio *folio = folios[i];
 		loff_t fpos = (loff_t)i * PAGE_SIZE;
@@ -81,6 +52,55 @@ out:
 		if (!keep_locked)
 			folio_unlock(folio);
 	}
+}
+
+static void folios_bvec(struct bio_vec *bv, struct folio **folios,
+			unsigned int nr, struct iov_iter *it)
+{
+	unsigned int i;
+
+	for (i = 0; i < nr; i++) {
+		bv[i].bv_page = folio_page(folios[i], 0);
+		bv[i].bv_offset = 0;
+		bv[i].bv_len = PAGE_SIZE;
+	}
+	iov_iter_bvec(it, ITER_DEST, bv, nr, nr * PAGE_SIZE);
+}
+
+/*
+ * Fill @nr locked, contiguous folios with one READ and wait for it; zero
+ * what lies beyond the end of file; unlock them all unless @keep_locked.
+ */
+static int fill_folios(struct file *file, struct inode *inode,
+		       struct folio **folios, unsigned int nr, bool keep_locked)
+{
+	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
+	struct pohmel_inode *pi = POHMEL_I(inode);
+	struct pohmel_handle *h = file_handle(file, inode, POHMEL_OPEN_READ);
+	loff_t pos = folio_pos(folios[0]);
+	struct pohmel_fattr fa;
+	struct bio_vec *bv;
+	struct iov_iter it;
+	ssize_t n;
+
+	n = pohmel_handle_ready(h);
+	if (n)
+		goto out;
+	bv = kmalloc_array(nr, sizeof(*bv), GFP_NOFS);
+	if (!bv) {
+		n = -ENOMEM;
+		goto out;
+	}
+	folios_bvec(bv, folios, nr, &it);
+	n = pohmel_rpc_read(&sbi->conn, &pi->oid, h ? h->handle : 0, pos,
+			    nr * PAGE_SIZE, &it, &fa);
+	kfree(bv);
+	if (n >= 0) {
+		pohmel_refresh_inode(inode, &fa, 0);
+		atomic64_add(n, &sbi->stats.bytes_read);
+	}
+out:
+	end_folios(folios, nr, n, keep_locked);
 	pohmel_put_handle(h);
 	return n < 0 ? n : 0;
 }
@@ -96,28 +116,136 @@ static int pohmel_read_folio(struct file *file, struct folio *folio)
 	return read_folios(file, folio->mapping->host, &folio, 1);
 }
 
+/*
+ * One READ of readahead in flight: its folios stay locked until the
+ * reply (or the end of the connection) fills or fails them on the
+ * connection's I/O workqueue. A failed one is left !uptodate, and the
+ * reader's read_folio asks again and waits for the answer.
+ */
+struct ra_read {
+	struct inode *inode;
+	struct pohmel_handle *h;
+	unsigned int nr;
+	struct iov_iter it;		/* over bv: where the data goes */
+	struct bio_vec *bv;		/* nr of them, after folios[max] */
+	struct folio *folios[];
+};
+
+static void ra_end(struct pohmel_req *req)
+{
+	struct ra_read *ra = req->end_priv;
+	struct inode *inode = ra->inode;
+	struct pohmel_fattr fa;
+	ssize_t n;
+
+	n = pohmel_rpc_read_done(req, &fa);
+	if (n >= 0) {
+		pohmel_refresh_inode(inode, &fa, 0);
+		atomic64_add(n, &POHMEL_SB(inode->i_sb)->stats.bytes_read);
+	}
+	pohmel_put_handle(ra->h);
+	/* last: once unlocked, eviction may free the inode */
+	end_folios(ra->folios, ra->nr, n, false);
+	kfree(ra);
+}
+
+/* Submit a READ for @ra's folios; on failure they are ended here. */
+static void ra_submit(struct file *file, struct inode *inode,
+		      struct ra_read *ra)
+{
+	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
+	int err;
+
+	ra->inode = inode;
+	ra->h = file_handle(file, inode, POHMEL_OPEN_READ);
+	err = pohmel_handle_ready(ra->h);
+	folios_bvec(ra->bv, ra->folios, ra->nr, &ra->it);
+	if (!err)
+		err = pohmel_rpc_read_submit(&sbi->conn, &POHMEL_I(inode)->oid,
+					     ra->h ? ra->h->handle : 0,
+					     folio_pos(ra->folios[0]),
+					     ra->nr * PAGE_SIZE, &ra->it,
+					     ra_end, ra);
+	if (!err)
+		return;
+	pohmel_put_handle(ra->h);
+	end_folios(ra->folios, ra->nr, err, false);
+	kfree(ra);
+}
+
+static struct ra_read *ra_alloc(unsigned int max)
+{
+	struct ra_read *ra;
+
+	ra = kmalloc(struct_size(ra, folios, max) +
+		     max * sizeof(struct bio_vec), GFP_NOFS);
+	if (ra) {
+		ra->nr = 0;
+		ra->bv = (struct bio_vec *)&ra->folios[max];
+	}
+	return ra;
+}
+
+/*
+ * Readahead sends a READ of up to rsize per run of contiguous folios and
+ * returns without waiting: several are in flight at once, and the reader
+ * waits only on the folio it needs. A soft mount reads each batch with a
+ * call that gives up after timeo (a READ nobody waits for has no limit).
+ */
 static void pohmel_readahead(struct readahead_control *ractl)
 {
 	struct inode *inode = ractl->mapping->host;
-	unsigned int max = POHMEL_SB(inode->i_sb)->rsize / PAGE_SIZE;
-	struct folio **batch, *folio;
-	unsigned int nr = 0;
+	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
+	unsigned int max = sbi->rsize / PAGE_SIZE;
+	bool wait = sbi->conn.soft;
+	struct ra_read *ra;
+	struct folio *folio;
 
-	batch = kmalloc_array(max, sizeof(*batch), GFP_NOFS);
-	if (!batch)
+	ra = ra_alloc(max);
+	if (!ra)
 		return;		/* the VFS falls back to read_folio */
 	while ((folio = pohmel_readahead_next(ractl))) {
-		if (nr && (nr == max || folio_pos(folio) !=
-			   folio_pos(batch[0]) + (loff_t)nr * PAGE_SIZE)) {
-			read_folios(ractl->file, inode, batch, nr);
-			nr = 0;
+		if (ra->nr && (ra->nr == max || folio_pos(folio) !=
+			       folio_pos(ra->folios[0]) +
+			       (loff_t)ra->nr * PAGE_SIZE)) {
+			if (wait) {
+				read_folios(ractl->file, inode, ra->folios,
+					    ra->nr);
+			} else {
+				ra_submit(ractl->file, inode, ra);
+				ra = ra_alloc(max);
+				if (!ra) {
+					/* unread: the VFS reads them later */
+					folio_unlock(folio);
+					while ((folio = pohmel_readahead_next(ractl)))
+						folio_unlock(folio);
+					return;
+				}
+			}
+			ra->nr = 0;
 		}
-		batch[nr++] = folio;
+		ra->folios[ra->nr++] = folio;
 	}
-	if (nr)
-		read_folios(ractl->file, inode, batch, nr);
-	kfree(batch);
+	if (ra->nr && !wait) {
+		ra_submit(ractl->file, inode, ra);
+		return;
+	}
+	if (ra->nr)
+		read_folios(ractl->file, inode, ra->folios, ra->nr);
+	kfree(ra);
 }
+
+/*
+ * The WRITEs of one writepages call that must be waited for (a data
+ * integrity sync, WB_SYNC_ALL): writepages holds one count, each WRITE in
+ * flight one; the first error of any of them is what writepages returns.
+ * On writepages' stack: it returns only after done.
+ */
+struct wb_wait {
+	atomic_t pending;
+	int err;
+	struct completion done;
+};
 
 /* Contiguous folios under writeback, waiting to go out in one WRITE. */
 struct wb_batch {
@@ -125,6 +253,8 @@ struct wb_batch {
 	struct folio **folios;
 	unsigned int nr;
 	unsigned int max;
+	bool wait;		/* each WRITE waited for (soft mounts) */
+	struct wb_wait *sync;	/* NULL: nobody waits for the result */
 	int err;
 };
 
@@ -141,60 +271,76 @@ bool pohmel_err_transient(int err)
 }
 
 /*
- * One WRITE of @len bytes at @pos from @nr whole folios, as the opener of
- * a handle for writing if one is open (not as the flusher thread); the
- * reply refreshes @inode. Returns the bytes written or -errno.
- * Writeback and commit.c's resend after a server restart both use it.
+ * The WRITE of @len bytes at @pos from @nr whole folios, built with the
+ * credentials of @h's opener (not the flusher thread's). Written locally,
+ * sent later (writeback mounts): the server is told the times the client
+ * showed, not the WRITE's own. Not only under EXCL: a recall lowers the
+ * grant before it writes the pages back.
  */
-ssize_t pohmel_write_folios(struct inode *inode, struct folio **folios,
-			    unsigned int nr, loff_t pos, size_t len, u32 flags)
+static struct pohmel_req *folios_write_req(struct inode *inode,
+					   struct pohmel_handle *h,
+					   struct folio **folios,
+					   unsigned int nr, loff_t pos,
+					   size_t len, u32 flags)
 {
-	struct pohmel_handle *h = pohmel_get_handle(inode, POHMEL_OPEN_WRITE);
+	struct pohmel_conn *c = pohmel_conn(inode);
+	const struct timespec64 *mtp = NULL, *ctp = NULL;
+	struct timespec64 mt, ct;
 	const struct cred *old = NULL;
-	struct pohmel_fattr fa;
+	struct pohmel_req *req;
 	struct bio_vec *bv;
 	struct iov_iter it;
 	unsigned int i;
-	ssize_t n;
 
-	n = pohmel_handle_ready(h);
-	if (n)
-		goto out;
-	n = -ENOMEM;
 	bv = kmalloc_array(nr, sizeof(*bv), GFP_NOFS);
 	if (!bv)
-		goto out;
+		return ERR_PTR(-ENOMEM);
 	for (i = 0; i < nr; i++) {
 		bv[i].bv_page = folio_page(folios[i], 0);
 		bv[i].bv_offset = 0;
 		bv[i].bv_len = PAGE_SIZE;
 	}
 	iov_iter_bvec(&it, ITER_SOURCE, bv, nr, len);
+	if (POHMEL_SB(inode->i_sb)->opts.writeback &&
+	    (READ_ONCE(c->sess.features) & POHMEL_FEAT_IDRANGE)) {
+		mt = inode_get_mtime(inode);
+		ct = inode_get_ctime(inode);
+		mtp = &mt;
+		ctp = &ct;
+	}
 	if (h)
 		old = override_creds(h->cred);
-	/*
-	 * Written locally, sent later (writeback mounts): the server reports
-	 * the times the client showed, not the WRITE's own. Not only under
-	 * EXCL: a recall lowers the grant before it writes the pages back.
-	 */
-	if (POHMEL_SB(inode->i_sb)->opts.writeback &&
-	    (READ_ONCE(pohmel_conn(inode)->sess.features) &
-	     POHMEL_FEAT_IDRANGE)) {
-		struct timespec64 mt = inode_get_mtime(inode);
-		struct timespec64 ct = inode_get_ctime(inode);
-
-		n = pohmel_rpc_write_times(pohmel_conn(inode),
-					   &POHMEL_I(inode)->oid,
-					   h ? h->handle : 0, pos, len, flags,
-					   &mt, &ct, &it, &fa);
-	} else {
-		n = pohmel_rpc_write(pohmel_conn(inode), &POHMEL_I(inode)->oid,
-				     h ? h->handle : 0, pos, len, flags, &it,
-				     &fa);
-	}
+	req = pohmel_rpc_write_req(c, &POHMEL_I(inode)->oid, h ? h->handle : 0,
+				   pos, len, flags, mtp, ctp, &it);
 	if (h)
 		revert_creds(old);
 	kfree(bv);
+	return req;
+}
+
+/*
+ * One WRITE of @len bytes at @pos from @nr whole folios, waited for, as
+ * the opener of a handle for writing if one is open; the reply refreshes
+ * @inode. Returns the bytes written or -errno. Soft mounts' writeback and
+ * commit.c's resend after a server restart use it.
+ */
+ssize_t pohmel_write_folios(struct inode *inode, struct folio **folios,
+			    unsigned int nr, loff_t pos, size_t len, u32 flags)
+{
+	struct pohmel_handle *h = pohmel_get_handle(inode, POHMEL_OPEN_WRITE);
+	struct pohmel_fattr fa;
+	struct pohmel_req *req;
+	ssize_t n;
+
+	n = pohmel_handle_ready(h);
+	if (n)
+		goto out;
+	req = folios_write_req(inode, h, folios, nr, pos, len, flags);
+	if (IS_ERR(req)) {
+		n = PTR_ERR(req);
+		goto out;
+	}
+	n = pohmel_rpc_write_call(pohmel_conn(inode), req, &fa);
 	if (n >= 0)
 		pohmel_refresh_inode(inode, &fa, POHMEL_REFRESH_OWN);
 out:
@@ -202,56 +348,162 @@ out:
 	return n;
 }
 
+/* One WRITE of writeback in flight, and what its end needs. */
+struct wb_write {
+	struct inode *inode;
+	struct pohmel_handle *h;
+	struct pohmel_unstable *u;	/* NULL: written stable */
+	struct wb_wait *sync;
+	loff_t pos;
+	size_t len;
+	u32 gen;
+	unsigned int nr;
+	struct folio *folios[];
+};
+
+/*
+ * A writeback WRITE ended with @n (bytes written, or -errno): the pages
+ * are redirtied (transient errors) or the error is the mapping's, their
+ * writeback ends, and a WRITE the server holds unstable keeps them on the
+ * inode's unstable list until a commit (commit.c).
+ */
+static void wb_done(struct wb_write *w, ssize_t n)
+{
+	struct inode *inode = w->inode;
+	unsigned int i;
+
+	if (n >= 0) {
+		atomic64_add(n, &POHMEL_SB(inode->i_sb)->stats.bytes_written);
+		if (n < w->len)
+			n = -EIO;
+	}
+	if (n < 0 && pohmel_err_transient(n)) {
+		/* still under writeback, so not truncated: safe to redirty */
+		for (i = 0; i < w->nr; i++)
+			folio_mark_dirty(w->folios[i]);
+	} else if (n < 0) {
+		mapping_set_error(inode->i_mapping, n);
+	}
+	for (i = 0; i < w->nr; i++)
+		folio_end_writeback(w->folios[i]);
+	if (n > 0 && w->u) {
+		/* the folio references pass to the unstable list */
+		pohmel_unstable_add(inode, w->u, w->folios, w->nr, w->pos,
+				    w->len, w->gen);
+	} else {
+		kfree(w->u);
+		for (i = 0; i < w->nr; i++)
+			folio_put(w->folios[i]);
+	}
+	if (w->sync) {
+		if (n < 0)
+			cmpxchg(&w->sync->err, 0, (int)n);
+		if (atomic_dec_and_test(&w->sync->pending))
+			complete(&w->sync->done);
+	}
+	kfree(w);
+}
+
+static void wb_end(struct pohmel_req *req)
+{
+	struct wb_write *w = req->end_priv;
+	struct pohmel_fattr fa;
+	ssize_t n;
+
+	struct inode *inode = w->inode;
+
+	n = pohmel_rpc_write_done(req, &fa);
+	if (n >= 0)
+		pohmel_refresh_inode(inode, &fa, POHMEL_REFRESH_OWN);
+	pohmel_put_handle(w->h);
+	wb_done(w, n);
+	iput(inode);		/* wb_flush's igrab */
+}
+
+/* Send @w's WRITE without waiting; an error here ends it at once. */
+static void wb_submit(struct wb_write *w)
+{
+	struct inode *inode;
+	struct pohmel_req *req;
+	int err;
+
+	w->h = pohmel_get_handle(w->inode, POHMEL_OPEN_WRITE);
+	err = pohmel_handle_ready(w->h);
+	if (err)
+		goto fail;
+	req = folios_write_req(w->inode, w->h, w->folios, w->nr, w->pos,
+			       w->len, w->u ? 0 : POHMEL_IO_STABLE);
+	if (IS_ERR(req)) {
+		err = PTR_ERR(req);
+		goto fail;
+	}
+	err = pohmel_rpc_write_submit(pohmel_conn(w->inode), req, wb_end, w);
+	if (!err)
+		return;
+fail:
+	inode = w->inode;
+	pohmel_put_handle(w->h);
+	wb_done(w, err);
+	iput(inode);
+}
+
 static void wb_flush(struct wb_batch *b)
 {
 	struct inode *inode = b->inode;
-	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
-	struct pohmel_unstable *u;
-	loff_t pos, isize = i_size_read(inode);
+	loff_t len, pos, isize = i_size_read(inode);
+	struct wb_write *w;
 	unsigned int i;
-	size_t len;
-	ssize_t n = 0;		/* truncated meanwhile: nothing to write */
-	u32 flags = 0, gen;
+	ssize_t n;
 
 	if (!b->nr)
 		return;
 	pos = folio_pos(b->folios[0]);
-	len = min_t(loff_t, (loff_t)b->nr * PAGE_SIZE, isize - pos);
-	/* nowhere to keep it until a commit: written stable instead */
-	u = pohmel_unstable_alloc(b->nr);
-	if (!u)
-		flags |= POHMEL_IO_STABLE;
-	gen = pohmel_verf_gen(inode);
-	if (len > 0) {
-		n = pohmel_write_folios(inode, b->folios, b->nr, pos, len,
-					flags);
-		if (n >= 0) {
-			atomic64_add(n, &sbi->stats.bytes_written);
-			if (n < len)
-				n = -EIO;
-		}
-	}
-	if (n < 0 && pohmel_err_transient(n)) {
-		/* still under writeback, so not truncated: safe to redirty */
-		for (i = 0; i < b->nr; i++)
+	w = kmalloc(struct_size(w, folios, b->nr), GFP_NOFS);
+	if (!w) {
+		/* no verdict on the data: the pages stay dirty */
+		for (i = 0; i < b->nr; i++) {
 			folio_mark_dirty(b->folios[i]);
-		b->err = b->err ?: n;
-	} else if (n < 0) {
-		mapping_set_error(inode->i_mapping, n);
-		b->err = n;
-	}
-	for (i = 0; i < b->nr; i++)
-		folio_end_writeback(b->folios[i]);
-	if (n > 0 && u) {
-		/* the folio references pass to the unstable list */
-		pohmel_unstable_add(inode, u, b->folios, b->nr, pos, len,
-				    gen);
-	} else {
-		kfree(u);
-		for (i = 0; i < b->nr; i++)
+			folio_end_writeback(b->folios[i]);
 			folio_put(b->folios[i]);
+		}
+		b->err = b->err ?: -ENOMEM;
+		b->nr = 0;
+		return;
 	}
+	w->inode = inode;
+	w->h = NULL;
+	/* each WRITE in flight holds a count of sync; wb_done drops it */
+	w->sync = b->wait ? NULL : b->sync;
+	if (w->sync)
+		atomic_inc(&w->sync->pending);
+	w->pos = pos;
+	len = min_t(loff_t, (loff_t)b->nr * PAGE_SIZE, isize - pos);
+	w->len = max_t(loff_t, len, 0);
+	w->nr = b->nr;
+	memcpy(w->folios, b->folios, b->nr * sizeof(*w->folios));
 	b->nr = 0;
+	/* nowhere to keep it until a commit: written stable instead */
+	w->u = pohmel_unstable_alloc(w->nr);
+	w->gen = pohmel_verf_gen(inode);
+	if (!w->len) {
+		/* truncated meanwhile: nothing to write */
+		wb_done(w, 0);
+		return;
+	}
+	/*
+	 * The end touches the inode after the folios' writeback ended, when
+	 * nothing else keeps it from eviction: it holds a reference. An
+	 * inode on its way out is written waiting, as before.
+	 */
+	if (!b->wait && igrab(inode)) {
+		wb_submit(w);
+		return;
+	}
+	n = pohmel_write_folios(inode, w->folios, w->nr, pos, w->len,
+				w->u ? 0 : POHMEL_IO_STABLE);
+	if (n < 0)
+		b->err = b->err ?: n;
+	wb_done(w, n);
 }
 
 static int wb_folio(struct folio *folio, struct writeback_control *wbc,
@@ -274,22 +526,44 @@ static int wb_folio(struct folio *folio, struct writeback_control *wbc,
 	return 0;
 }
 
+/*
+ * Writeback sends a WRITE of up to wsize per run of contiguous dirty
+ * folios without waiting for it, so several are in flight per file (and
+ * per mount: the flusher moves on to the next inode). A data integrity
+ * sync (fsync, sync) then waits for them all and returns the first
+ * error; background writeback does not wait. Soft mounts wait for each
+ * WRITE, which gives up after timeo.
+ */
 static int pohmel_writepages(struct address_space *mapping,
 			     struct writeback_control *wbc)
 {
 	struct inode *inode = mapping->host;
+	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
 	struct wb_batch b = {
 		.inode = inode,
-		.max = POHMEL_SB(inode->i_sb)->wsize / PAGE_SIZE,
+		.max = sbi->wsize / PAGE_SIZE,
+		.wait = sbi->conn.soft,
 	};
+	struct wb_wait sync;
 	int err;
 
+	if (wbc->sync_mode == WB_SYNC_ALL) {
+		atomic_set(&sync.pending, 1);
+		sync.err = 0;
+		init_completion(&sync.done);
+		b.sync = &sync;
+	}
 	b.folios = kmalloc_array(b.max, sizeof(*b.folios), GFP_NOFS);
 	if (!b.folios)
 		return -ENOMEM;
 	err = pohmel_write_cache_folios(mapping, wbc, wb_folio, &b);
 	wb_flush(&b);
 	kfree(b.folios);
+	if (b.sync) {
+		if (!atomic_dec_and_test(&sync.pending))
+			wait_for_completion(&sync.done);
+		b.err = b.err ?: sync.err;
+	}
 	return err ?: b.err;
 }
 

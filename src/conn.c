@@ -151,6 +151,8 @@ static void complete_req_locked(struct pohmel_conn *c, struct pohmel_req *req,
 	req->err = err;
 	req->state = POHMEL_RS_DONE;
 	complete_all(&req->done);
+	if (req->end)
+		queue_work(c->io_wq, &req->end_work);
 	if (req->seq)
 		wake_up(&c->seq_wq);
 }
@@ -317,7 +319,8 @@ static int submit(struct pohmel_conn *c, struct pohmel_req *req,
 	}
 	/* before it is queued: the thread may send it, and it end, at once */
 	req->t_queued = ktime_get_ns();
-	atomic_inc(&c->stats.in_flight);
+	pohmel_update_max(&c->stats.in_flight_max,
+			  atomic_inc_return(&c->stats.in_flight));
 	req->state = POHMEL_RS_QUEUED;
 	list_add_tail(&req->list, &c->queue);
 	spin_unlock(&c->lock);
@@ -411,6 +414,34 @@ int pohmel_conn_call_async(struct pohmel_conn *c, struct pohmel_req *req)
 		queue_work(c->recall_wq, &c->async_work);
 	}
 	pohmel_req_put(req);
+	return err;
+}
+
+static void end_work(struct work_struct *work)
+{
+	struct pohmel_req *req = container_of(work, struct pohmel_req,
+					      end_work);
+
+	atomic64_inc(&req->end_conn->stats.round_trips);
+	req->end(req);
+	pohmel_req_put(req);		/* the submitter's, handed over */
+}
+
+/*
+ * Send @req (req->end set) and return without waiting: req->end runs on
+ * io_wq when it ends, however it ends, and the reference the caller had
+ * goes with it. On an error here, nothing runs and the reference is put.
+ * Hard mounts only: nothing gives such a request up after timeo.
+ */
+int pohmel_conn_submit(struct pohmel_conn *c, struct pohmel_req *req)
+{
+	int err;
+
+	INIT_WORK(&req->end_work, end_work);
+	req->end_conn = c;
+	err = submit(c, req, true);
+	if (err)
+		pohmel_req_put(req);
 	return err;
 }
 
@@ -619,18 +650,113 @@ void pohmel_conn_proto_error(struct pohmel_conn *c, u32 gen, const char *what)
 		conn_shutdown(c);
 }
 
+/*
+ * Receive exactly @len bytes into @it. Part of a message has come, so a
+ * receive timeout only waits on (as pohmel_conn_recv_msg when patient).
+ */
+static int recv_iter(struct socket *sock, struct iov_iter *it, size_t len)
+{
+	struct msghdr msg = { .msg_flags = 0 };
+	int ret;
+
+	msg.msg_iter = *it;
+	iov_iter_truncate(&msg.msg_iter, len);
+	while (iov_iter_count(&msg.msg_iter)) {
+		ret = sock_recvmsg(sock, &msg, MSG_WAITALL);
+		if (ret == -EAGAIN)
+			continue;
+		if (ret <= 0)
+			return ret ? ret : -ECONNRESET;
+	}
+	return 0;
+}
+
+/*
+ * A READ's reply whose request gave its pages (req->dest) goes straight
+ * into them: from the socket (@src NULL) or from the opened record, with
+ * no message buffer between. Such a request has nobody waiting (never
+ * cancelled); it is taken off the queue while its data arrives, so that
+ * neither fail_all nor a replay can end it and free its pages meanwhile.
+ * Returns 1 when done (the request answered), 0 when the message is not
+ * such a reply (nothing consumed), or -errno to drop the connection.
+ */
+static int recv_direct(struct pohmel_conn *c, struct socket *sock,
+		       const struct pohmel_hdr *h, const u8 *src)
+{
+	u32 len = be32_to_cpu(h->len), n = 0;
+	const u32 fixed = POHMEL_IO_REPLY_SIZE;
+	struct pohmel_io_reply *r;
+	struct pohmel_req *req;
+	void *entry;
+	int err;
+
+	if ((be16_to_cpu(h->flags) & POHMEL_HF_SERVER) || be32_to_cpu(h->status) ||
+	    be16_to_cpu(h->op) != POHMEL_OP_READ || len < fixed)
+		return 0;
+	spin_lock(&c->lock);
+	entry = xa_load(&c->tags, be32_to_cpu(h->tag));
+	req = xa_is_value(entry) ? NULL : entry;
+	if (!req || req->state != POHMEL_RS_SENT || !req->dest ||
+	    req->op != POHMEL_OP_READ) {
+		spin_unlock(&c->lock);
+		return 0;
+	}
+	list_del_init(&req->list);
+	spin_unlock(&c->lock);
+
+	r = kmalloc(fixed, GFP_NOFS);
+	err = r ? 0 : -ENOMEM;
+	if (!err && src)
+		memcpy(r, src, fixed);
+	else if (!err)
+		err = pohmel_conn_recv_msg(sock, r, fixed, true);
+	if (!err) {
+		n = be32_to_cpu(r->count);
+		if (pohmel_check_attr(&r->attr) || n > req->want ||
+		    len != fixed + n)
+			err = -EPROTO;
+	}
+	if (!err && src) {
+		if (copy_to_iter(src + fixed, n, req->dest) != n)
+			err = -EFAULT;
+	} else if (!err) {
+		err = recv_iter(sock, req->dest, n);
+	}
+
+	spin_lock(&c->lock);
+	if (!err) {
+		atomic64_add(n, &c->stats.bytes_recv_direct);
+		req->rbuf = (u8 *)r;
+		req->rlen = fixed;
+		req->direct = n;
+		req->gen = c->gen;
+		req->rseq = ++c->reply_seq;
+		r = NULL;
+		answer_req_locked(c, req, 0);
+	} else {
+		/* the pages stay !uptodate: the reader asks again */
+		answer_req_locked(c, req, -EIO);
+	}
+	spin_unlock(&c->lock);
+	pohmel_req_put(req);		/* the queue's reference */
+	kfree(r);
+	return err ?: 1;
+}
+
 /* Receive one message. Returns 0, or -errno to drop the connection. */
 static int recv_one(struct pohmel_conn *c, struct socket *sock,
 		    struct pohmel_seal *seal)
 {
 	struct pohmel_hdr h = {};
 	struct pohmel_req *req;
+	const u8 *src;
 	u8 *buf = NULL;
 	u32 len, status, tag;
 	void *entry;
 	int err;
 
-	err = pohmel_seal_recv(seal, sock, &h, &buf, c->sess.max_msg, true);
+	err = pohmel_seal_recv_hdr(seal, sock, &h, &src, c->sess.max_msg,
+				   true);
 	if (err == -EAGAIN)
 		return err;	/* idle: see idle_ping_s */
 	if (err == -EBADMSG) {
@@ -650,6 +776,16 @@ static int recv_one(struct pohmel_conn *c, struct socket *sock,
 		return err;
 	len = be32_to_cpu(h.len);
 	atomic64_add(POHMEL_HDR_SIZE + len, &c->stats.bytes_recv);
+	err = recv_direct(c, sock, &h, src);
+	if (err > 0)
+		return 0;
+	if (err == -EPROTO)
+		goto proto;
+	if (err)
+		return err;
+	err = pohmel_seal_recv_payload(sock, &h, src, &buf, true);
+	if (err)
+		return err;
 	if (be16_to_cpu(h.flags) & POHMEL_HF_SERVER) {
 		err = pohmel_conn_queue_recall(c, &h, buf, len);
 		if (err)
@@ -874,7 +1010,16 @@ int pohmel_conn_init(struct pohmel_conn *c)
 	pohmel_session_init(&c->sess);
 	c->recall_wq = alloc_workqueue("pohmelfs-recall",
 				       WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
-	return c->recall_wq ? 0 : -ENOMEM;
+	if (!c->recall_wq)
+		return -ENOMEM;
+	c->io_wq = alloc_workqueue("pohmelfs-io", WQ_UNBOUND | WQ_MEM_RECLAIM,
+				   0);
+	if (!c->io_wq) {
+		destroy_workqueue(c->recall_wq);
+		c->recall_wq = NULL;
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 /* First connection, in the mounter's context so errors reach mount(2). */
@@ -930,6 +1075,11 @@ void pohmel_conn_stop(struct pohmel_conn *c)
 	async_work(&c->async_work);	/* nothing is queued after the drain */
 	pohmel_conn_release_drop_all(c);
 	fail_all(c, -EIO);
+	/* last: every request has ended, its end queued; drains them */
+	if (c->io_wq) {
+		destroy_workqueue(c->io_wq);
+		c->io_wq = NULL;
+	}
 	xa_destroy(&c->tags);
 }
 

@@ -55,6 +55,23 @@ struct pohmel_req {
 	u32 want;			/* READ: bytes asked */
 	int err;			/* result once DONE: 0 or -errno */
 	struct llist_node anode;	/* conn->async_reqs */
+	/*
+	 * Submitted by pohmel_conn_submit (nobody waits): end(req) runs on
+	 * conn->io_wq once the request ended (req->err; answered or failed)
+	 * and the submitter's reference goes after it. Never cancelled.
+	 */
+	void (*end)(struct pohmel_req *req);
+	void *end_priv;
+	struct pohmel_conn *end_conn;
+	/*
+	 * A READ with end set may give the pages its data goes to: the
+	 * receive thread then puts the data there as it arrives (direct: its
+	 * bytes; rbuf holds only the reply's fixed part), with no message
+	 * buffer.
+	 */
+	struct iov_iter *dest;
+	u32 direct;
+	struct work_struct end_work;
 	/* request: header + payload; hdr.tag/seq are patched when sent */
 	u8 *sbuf;
 	u32 slen;
@@ -91,6 +108,8 @@ struct pohmel_conn_stats {
 	atomic64_t ops[POHMEL_OP_MAX];
 	struct pohmel_op_stats op[POHMEL_OP_MAX];
 	atomic_t in_flight;		/* queued or sent, not ended */
+	atomic64_t in_flight_max;	/* the most in_flight has been */
+	atomic64_t bytes_recv_direct;	/* READ data received into pages */
 	atomic64_t round_trips;
 	atomic64_t bytes_sent;
 	atomic64_t bytes_recv;
@@ -225,6 +244,11 @@ struct pohmel_conn {
 
 	struct task_struct *task;	/* receive / reconnect thread */
 	struct workqueue_struct *recall_wq;	/* one work item per RECALL */
+	/*
+	 * The ends of requests nobody waits for (readahead's READs): apart
+	 * from recall_wq, whose work may wait on the folios they unlock.
+	 */
+	struct workqueue_struct *io_wq;
 	atomic_t nr_recalls;		/* queued or running, < POHMEL_MAX_RECALLS */
 	atomic_t recalls_active;	/* work items inside ops->recall */
 	wait_queue_head_t recalls_idle;	/* ... woken when none is */
@@ -320,6 +344,7 @@ void pohmel_conn_proto_error(struct pohmel_conn *c, u32 gen, const char *what);
 void pohmel_conn_stop_recalls(struct pohmel_conn *c);
 int pohmel_conn_call(struct pohmel_conn *c, struct pohmel_req *req);
 int pohmel_conn_call_async(struct pohmel_conn *c, struct pohmel_req *req);
+int pohmel_conn_submit(struct pohmel_conn *c, struct pohmel_req *req);
 int pohmel_conn_send_all(struct socket *sock, const void *buf, size_t len);
 int pohmel_conn_recv_all(struct socket *sock, void *buf, size_t len);
 int pohmel_conn_recv_msg(struct socket *sock, void *buf, size_t len,

@@ -25,6 +25,8 @@
  * and while one is held nothing is asked at all.
  */
 #define POHMEL_ATTR_TIMEO	0
+/* readahead window at its widest, in READs of rsize (super.c) */
+#define POHMEL_RA_READS		8
 /* statfs answers are reused this long with grants (free space only) */
 #define POHMEL_STATFS_TIMEO	(5 * HZ)
 

@@ -147,6 +147,11 @@ int pohmel_rpc_close(struct pohmel_conn *c, const struct pohmel_foid *oid,
 ssize_t pohmel_rpc_read(struct pohmel_conn *c, const struct pohmel_foid *oid,
 			u64 handle, u64 off, u32 count, struct iov_iter *to,
 			struct pohmel_fattr *fa);
+int pohmel_rpc_read_submit(struct pohmel_conn *c,
+			   const struct pohmel_foid *oid, u64 handle, u64 off,
+			   u32 count, struct iov_iter *to,
+			   void (*end)(struct pohmel_req *req), void *priv);
+ssize_t pohmel_rpc_read_done(struct pohmel_req *req, struct pohmel_fattr *fa);
 ssize_t pohmel_rpc_write(struct pohmel_conn *c, const struct pohmel_foid *oid,
 			 u64 handle, u64 off, u32 count, u32 flags,
 			 struct iov_iter *from, struct pohmel_fattr *fa);
@@ -156,6 +161,17 @@ ssize_t pohmel_rpc_write_times(struct pohmel_conn *c,
 			       const struct timespec64 *mt,
 			       const struct timespec64 *ct,
 			       struct iov_iter *from, struct pohmel_fattr *fa);
+struct pohmel_req *pohmel_rpc_write_req(struct pohmel_conn *c,
+					const struct pohmel_foid *oid,
+					u64 handle, u64 off, u32 count,
+					u32 flags, const struct timespec64 *mt,
+					const struct timespec64 *ct,
+					struct iov_iter *from);
+ssize_t pohmel_rpc_write_done(struct pohmel_req *req, struct pohmel_fattr *fa);
+ssize_t pohmel_rpc_write_call(struct pohmel_conn *c, struct pohmel_req *req,
+			      struct pohmel_fattr *fa);
+int pohmel_rpc_write_submit(struct pohmel_conn *c, struct pohmel_req *req,
+			    void (*end)(struct pohmel_req *req), void *priv);
 int pohmel_rpc_fsync(struct pohmel_conn *c, const struct pohmel_foid *oid,
 		     u64 handle, u32 flags, struct pohmel_fattr *fa);
 int pohmel_rpc_statfs(struct pohmel_conn *c, const struct pohmel_foid *oid,

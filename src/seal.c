@@ -318,22 +318,22 @@ static int recv_rest(struct socket *sock, void *buf, u32 len, bool patient)
 }
 
 /*
- * Receive one message: its header into @h, checked against @max_msg,
- * and its payload (NULL when empty) into *@payload, kvfree() it.
+ * Receive one message's header into @h, checked against @max_msg. On a
+ * sealed connection the whole record is received and opened: *@src then
+ * points at the payload, in the receive buffer until the next call; on a
+ * plain one *@src is NULL and the payload is still on the socket.
  * -EPROTO for a malformed record or message, -EBADMSG for a record that
  * fails its tag; both mean the stream cannot be trusted any more.
  */
-int pohmel_seal_recv(struct pohmel_seal *s, struct socket *sock,
-		     struct pohmel_hdr *h, u8 **payload, u32 max_msg,
-		     bool patient)
+int pohmel_seal_recv_hdr(struct pohmel_seal *s, struct socket *sock,
+			 struct pohmel_hdr *h, const u8 **src, u32 max_msg,
+			 bool patient)
 {
-	const u8 *src = NULL;
 	struct seal_dir *d;
 	u32 len;
-	u8 *buf;
 	int err;
 
-	*payload = NULL;
+	*src = NULL;
 	if (!s) {
 		err = pohmel_conn_recv_msg(sock, h, sizeof(*h), patient);
 		if (err)
@@ -354,12 +354,23 @@ int pohmel_seal_recv(struct pohmel_seal *s, struct socket *sock,
 		if (err)
 			return err;
 		memcpy(h, d->buf + POHMEL_HDR_SIZE, sizeof(*h));
-		src = d->buf + 2 * POHMEL_HDR_SIZE;
+		*src = d->buf + 2 * POHMEL_HDR_SIZE;
 	}
-	err = pohmel_check_hdr(h, max_msg);
-	if (err)
-		return -EPROTO;
-	len = be32_to_cpu(h->len);
+	return pohmel_check_hdr(h, max_msg) ? -EPROTO : 0;
+}
+
+/*
+ * The payload of the message pohmel_seal_recv_hdr received (@src as it
+ * gave it) into *@payload (NULL when empty), kvfree() it.
+ */
+int pohmel_seal_recv_payload(struct socket *sock, const struct pohmel_hdr *h,
+			     const u8 *src, u8 **payload, bool patient)
+{
+	u32 len = be32_to_cpu(h->len);
+	int err = 0;
+	u8 *buf;
+
+	*payload = NULL;
 	if (!len)
 		return 0;
 	buf = pohmel_msg_alloc(len, 0);
@@ -375,6 +386,21 @@ int pohmel_seal_recv(struct pohmel_seal *s, struct socket *sock,
 	}
 	*payload = buf;
 	return 0;
+}
+
+/* Receive one message: pohmel_seal_recv_hdr, then its payload. */
+int pohmel_seal_recv(struct pohmel_seal *s, struct socket *sock,
+		     struct pohmel_hdr *h, u8 **payload, u32 max_msg,
+		     bool patient)
+{
+	const u8 *src;
+	int err;
+
+	*payload = NULL;
+	err = pohmel_seal_recv_hdr(s, sock, h, &src, max_msg, patient);
+	if (err)
+		return err;
+	return pohmel_seal_recv_payload(sock, h, src, payload, patient);
 }
 
 /* ---- for the self-test (seal_test.c) -------------------------------- */

@@ -47,6 +47,11 @@ int pohmel_seal_send(struct pohmel_seal *s, struct socket *sock,
 int pohmel_seal_recv(struct pohmel_seal *s, struct socket *sock,
 		     struct pohmel_hdr *h, u8 **payload, u32 max_msg,
 		     bool patient);
+int pohmel_seal_recv_hdr(struct pohmel_seal *s, struct socket *sock,
+			 struct pohmel_hdr *h, const u8 **src, u32 max_msg,
+			 bool patient);
+int pohmel_seal_recv_payload(struct socket *sock, const struct pohmel_hdr *h,
+			     const u8 *src, u8 **payload, bool patient);
 const u8 *pohmel_seal_test_encode(struct pohmel_seal *s, u64 ctr,
 				  const void *msg, u32 len);
 int pohmel_seal_test_decode(struct pohmel_seal *s, u64 ctr, const u8 *rec,

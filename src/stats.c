@@ -62,7 +62,7 @@ void pohmel_stats_req_end(struct pohmel_conn_stats *cs,
 		atomic64_inc(&o->errors);
 	atomic64_add(req->slen, &o->bytes_sent);
 	if (!err)
-		atomic64_add(req->rlen, &o->bytes_recv);
+		atomic64_add(req->rlen + req->direct, &o->bytes_recv);
 	atomic64_add(ns, &o->exec_ns);
 	pohmel_update_max(&o->exec_max_ns, ns);
 }
@@ -86,6 +86,8 @@ int pohmel_show_stats(struct seq_file *m, struct dentry *root)
 	S("round_trips", &cs->round_trips);
 	S("bytes_sent", &cs->bytes_sent);
 	S("bytes_recv", &cs->bytes_recv);
+	S("bytes_recv_direct", &cs->bytes_recv_direct);
+	S("in_flight_max", &cs->in_flight_max);
 	S("reconnects", &cs->reconnects);
 	S("replays", &cs->replays);
 	S("timeouts", &cs->timeouts);

@@ -524,8 +524,13 @@ static int pohmel_fill_super(struct super_block *sb, struct fs_context *fc)
 	sbi->wsize = min_t(u32, o->wsize, c->sess.max_msg - 4096);
 	sbi->rsize = rounddown(sbi->rsize, PAGE_SIZE);
 	sbi->wsize = rounddown(sbi->wsize, PAGE_SIZE);
+	/*
+	 * The VFS grows a sequential reader's window up to ra_pages; with
+	 * READs that do not wait (addr.c), up to POHMEL_RA_READS of them are
+	 * in flight at its widest (read_ahead_kb in sysfs changes it).
+	 */
 	sb->s_bdi->ra_pages = max_t(unsigned long, sb->s_bdi->ra_pages,
-				    2 * sbi->rsize / PAGE_SIZE);
+				    POHMEL_RA_READS * sbi->rsize / PAGE_SIZE);
 	sb->s_bdi->io_pages = sbi->rsize / PAGE_SIZE;
 
 	pohmel_decode_attr(c->sess.root_attr, &fa);
@@ -584,6 +589,8 @@ static void pohmel_free_sbi(struct pohmel_sb_info *sbi)
 		return;
 	if (sbi->conn.recall_wq)	/* the connection never started */
 		destroy_workqueue(sbi->conn.recall_wq);
+	if (sbi->conn.io_wq)
+		destroy_workqueue(sbi->conn.io_wq);
 	kfree(sbi->opts.path);
 	if (sbi->conn.net)
 		put_net(sbi->conn.net);
