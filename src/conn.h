@@ -325,8 +325,13 @@ static inline bool pohmel_conn_grants(struct pohmel_conn *c)
 /* conn.c */
 int pohmel_conn_init(struct pohmel_conn *c);
 void pohmel_conn_release(struct pohmel_conn *c, u64 id, u64 gen, u32 conn_gen);
-/* conn.c, for conn_grants.c */
+/* conn.c, for conn_grants.c and conn_recv.c */
 int pohmel_conn_send_req(struct pohmel_conn *c, struct pohmel_req *req);
+void pohmel_conn_answer_locked(struct pohmel_conn *c, struct pohmel_req *req,
+			       int err);
+/* conn_recv.c */
+int pohmel_conn_recv_one(struct pohmel_conn *c, struct socket *sock,
+			 struct pohmel_seal *seal);
 /* conn_grants.c */
 int pohmel_conn_queue_recall(struct pohmel_conn *c, const struct pohmel_hdr *h,
 			     const void *body, u32 len);

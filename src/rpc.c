@@ -11,18 +11,7 @@
 
 #include "conn.h"
 #include "rpc.h"
-
-static void put_oid(struct pohmel_oid *w, const struct pohmel_foid *oid)
-{
-	w->id = cpu_to_be64(oid->id);
-	w->gen = cpu_to_be64(oid->gen);
-}
-
-static void put_time(struct pohmel_time *w, const struct timespec64 *ts)
-{
-	w->sec = cpu_to_be64((u64)ts->tv_sec);
-	w->nsec = cpu_to_be32((u32)ts->tv_nsec);
-}
+#include "rpc_int.h"
 
 static void get_time(struct timespec64 *ts, const struct pohmel_time *w)
 {
@@ -56,18 +45,6 @@ void pohmel_decode_attr(const void *wire, struct pohmel_fattr *fa)
 	fa->rseq = 0;
 }
 
-/* An attr of @req's reply: remember which request and connection. */
-static void reply_attr(const struct pohmel_req *req, const void *wire,
-		       struct pohmel_fattr *fa)
-{
-	if (!fa)
-		return;
-	pohmel_decode_attr(wire, fa);
-	fa->stamp = req->stamp;
-	fa->gen = req->gen;
-	fa->rseq = req->rseq;
-}
-
 static int check_name_arg(const char *name, u32 len)
 {
 	if (len > POHMEL_NAME_MAX)
@@ -80,7 +57,7 @@ static int check_name_arg(const char *name, u32 len)
  * made locally go first (wb.c): nothing reaches the server ahead of an
  * object it may name. The log's own creates go by send() below.
  */
-static int call(struct pohmel_conn *c, struct pohmel_req *req)
+int pohmel_rpc_call(struct pohmel_conn *c, struct pohmel_req *req)
 {
 	int err = 0;
 
@@ -93,7 +70,7 @@ static int call(struct pohmel_conn *c, struct pohmel_req *req)
 	return err;
 }
 
-/* call() without the log: for the log's own entries. */
+/* pohmel_rpc_call() without the log: for the log's own entries. */
 static int send(struct pohmel_conn *c, struct pohmel_req *req)
 {
 	int err = pohmel_conn_call(c, req);
@@ -110,7 +87,7 @@ int pohmel_rpc_ping(struct pohmel_conn *c)
 
 	if (!req)
 		return -ENOMEM;
-	err = call(c, req);
+	err = pohmel_rpc_call(c, req);
 	if (!err)
 		pohmel_req_put(req);
 	return err;
@@ -136,7 +113,7 @@ int pohmel_rpc_getattr(struct pohmel_conn *c, const struct pohmel_foid *oid,
 
 	if (!req)
 		return -ENOMEM;
-	err = call(c, req);
+	err = pohmel_rpc_call(c, req);
 	if (err)
 		return err;
 	reply_attr(req, req->rbuf, fa);
@@ -172,7 +149,7 @@ static int lookup(struct pohmel_conn *c, const struct pohmel_foid *dir,
 	req = name_req(c, POHMEL_OP_LOOKUP, dir, name, len);
 	if (!req)
 		return -ENOMEM;
-	err = log ? call(c, req) : send(c, req);
+	err = log ? pohmel_rpc_call(c, req) : send(c, req);
 	if (err)
 		return err;
 	reply_attr(req, req->rbuf, fa);
@@ -227,7 +204,7 @@ int pohmel_rpc_remove(struct pohmel_conn *c, u16 op,
 		}
 	}
 	pohmel_req_append_name(req, name, len);
-	err = call(c, req);
+	err = pohmel_rpc_call(c, req);
 	if (err)
 		return err;
 	reply_attr(req, req->rbuf, fdir);
@@ -261,7 +238,7 @@ int pohmel_rpc_setattr(struct pohmel_conn *c, const struct pohmel_foid *oid,
 		t = pohmel_req_append(req, fh);
 		t->handle = cpu_to_be64(sa->handle);
 	}
-	err = call(c, req);
+	err = pohmel_rpc_call(c, req);
 	if (err)
 		return err;
 	reply_attr(req, req->rbuf, fa);
@@ -341,7 +318,7 @@ int pohmel_rpc_create(struct pohmel_conn *c, u16 op,
 				    target, tlen, 0, NULL);
 	if (IS_ERR(req))
 		return PTR_ERR(req);
-	err = call(c, req);
+	err = pohmel_rpc_call(c, req);
 	if (err)
 		return err;
 	decode_entry(req, obj, pdir);
@@ -445,7 +422,7 @@ int pohmel_rpc_idrange(struct pohmel_conn *c, u32 want, u64 *start,
 	req->want = want;
 	b = pohmel_req_append(req, POHMEL_IDRANGE_SIZE);
 	b->count = cpu_to_be32(want);
-	err = call(c, req);
+	err = pohmel_rpc_call(c, req);
 	if (err)
 		return err;
 	r = (const void *)req->rbuf;
@@ -469,7 +446,7 @@ int pohmel_rpc_grant(struct pohmel_conn *c, const struct pohmel_foid *oid,
 	b = pohmel_req_append(req, POHMEL_GRANT_REQ_SIZE);
 	put_oid(&b->oid, oid);
 	b->want = cpu_to_be32(want);
-	err = call(c, req);
+	err = pohmel_rpc_call(c, req);
 	if (err)
 		return err;
 	reply_attr(req, req->rbuf, fa);
@@ -495,7 +472,7 @@ int pohmel_rpc_link(struct pohmel_conn *c, const struct pohmel_foid *obj,
 	put_oid(&b->dir, dir);
 	b->namelen = cpu_to_be16(len);
 	pohmel_req_append_name(req, name, len);
-	err = call(c, req);
+	err = pohmel_rpc_call(c, req);
 	if (err)
 		return err;
 	decode_entry(req, fobj, fdir);
@@ -526,7 +503,7 @@ int pohmel_rpc_rename(struct pohmel_conn *c, const struct pohmel_foid *odir,
 	b->newlen = cpu_to_be16(nlen);
 	pohmel_req_append_name(req, oname, olen);
 	pohmel_req_append_name(req, nname, nlen);
-	err = call(c, req);
+	err = pohmel_rpc_call(c, req);
 	if (err)
 		return err;
 	decode_entry(req, fobj, fdir);
@@ -541,7 +518,7 @@ int pohmel_rpc_readlink(struct pohmel_conn *c, const struct pohmel_foid *oid,
 
 	if (!req)
 		return -ENOMEM;
-	err = call(c, req);
+	err = pohmel_rpc_call(c, req);
 	if (err)
 		return err;
 	*target = kmemdup_nul(req->rbuf, req->rlen, GFP_KERNEL);
@@ -563,7 +540,7 @@ int pohmel_rpc_open(struct pohmel_conn *c, const struct pohmel_foid *oid,
 	b = pohmel_req_append(req, POHMEL_OPEN_SIZE);
 	put_oid(&b->oid, oid);
 	b->flags = cpu_to_be32(flags);
-	err = call(c, req);
+	err = pohmel_rpc_call(c, req);
 	if (err)
 		return err;
 	r = (const void *)req->rbuf;
@@ -590,239 +567,6 @@ int pohmel_rpc_close(struct pohmel_conn *c, const struct pohmel_foid *oid,
 	return pohmel_conn_call_async(c, req);
 }
 
-static struct pohmel_req *io_req(struct pohmel_conn *c, u16 op,
-				 const struct pohmel_foid *oid, u64 handle,
-				 u64 off, u32 count, u32 flags, u32 extra)
-{
-	struct pohmel_req *req;
-	struct pohmel_io *b;
-
-	req = pohmel_req_alloc(c, op, POHMEL_IO_SIZE + extra, true);
-	if (!req)
-		return NULL;
-	b = pohmel_req_append(req, POHMEL_IO_SIZE);
-	put_oid(&b->oid, oid);
-	b->handle = cpu_to_be64(handle);
-	b->offset = cpu_to_be64(off);
-	b->count = cpu_to_be32(count);
-	b->flags = cpu_to_be32(flags);
-	req->want = count;
-	return req;
-}
-
-/*
- * A READ nobody waits for (readahead): its data goes into @to (pages that
- * stay where they are until @end has run), straight from the socket when
- * it can. @end runs with the request on the connection's I/O workqueue
- * once it has ended, and learns the outcome from pohmel_rpc_read_done().
- * Returns 0 once it is submitted (@end will run), or -errno (it will not).
- */
-int pohmel_rpc_read_submit(struct pohmel_conn *c,
-			   const struct pohmel_foid *oid, u64 handle, u64 off,
-			   u32 count, struct iov_iter *to,
-			   void (*end)(struct pohmel_req *req), void *priv)
-{
-	struct pohmel_req *req;
-	int err;
-
-	/* as call(): nothing may reach the server before its creates */
-	if (unlikely(atomic_read(&c->wb_pending))) {
-		err = pohmel_wb_flush_conn(c);
-		if (err)
-			return err;
-	}
-	req = io_req(c, POHMEL_OP_READ, oid, handle, off, count, 0, 0);
-	if (!req)
-		return -ENOMEM;
-	req->end = end;
-	req->end_priv = priv;
-	req->dest = to;
-	return pohmel_conn_submit(c, req);
-}
-
-/*
- * An ended READ of pohmel_rpc_read_submit: the bytes now in its pages
- * (copied there from the reply unless they went there directly), or
- * -errno.
- */
-ssize_t pohmel_rpc_read_done(struct pohmel_req *req, struct pohmel_fattr *fa)
-{
-	const struct pohmel_io_reply *r;
-	size_t n;
-
-	if (req->err)
-		return req->err;
-	r = (const void *)req->rbuf;
-	reply_attr(req, &r->attr, fa);
-	n = be32_to_cpu(r->count);
-	if (req->direct)	/* in the pages already */
-		return n;
-	return copy_to_iter(req->rbuf + POHMEL_IO_REPLY_SIZE, n, req->dest);
-}
-
-/* Read up to @count bytes at @off into @to; returns bytes read. */
-ssize_t pohmel_rpc_read(struct pohmel_conn *c, const struct pohmel_foid *oid,
-			u64 handle, u64 off, u32 count, struct iov_iter *to,
-			struct pohmel_fattr *fa)
-{
-	const struct pohmel_io_reply *r;
-	struct pohmel_req *req;
-	size_t n, copied;
-	int err;
-
-	req = io_req(c, POHMEL_OP_READ, oid, handle, off, count, 0, 0);
-	if (!req)
-		return -ENOMEM;
-	err = call(c, req);
-	if (err)
-		return err;
-	r = (const void *)req->rbuf;
-	reply_attr(req, &r->attr, fa);
-	n = be32_to_cpu(r->count);
-	copied = copy_to_iter(req->rbuf + POHMEL_IO_REPLY_SIZE, n, to);
-	pohmel_req_put(req);
-	/*
-	 * A fault in the user's buffer ends the read where it hit: the
-	 * bytes before it count (a short read), none at all is -EFAULT.
-	 */
-	if (copied < n && !copied)
-		return -EFAULT;
-	return copied;
-}
-
-/* Write @count bytes from @from at @off; returns bytes written. */
-ssize_t pohmel_rpc_write(struct pohmel_conn *c, const struct pohmel_foid *oid,
-			 u64 handle, u64 off, u32 count, u32 flags,
-			 struct iov_iter *from, struct pohmel_fattr *fa)
-{
-	return pohmel_rpc_write_times(c, oid, handle, off, count, flags, NULL,
-				      NULL, from, fa);
-}
-
-/*
- * The WRITE of @count bytes from @from at @off; with @mt and @ct
- * (POHMEL_IO_TIMES), the times the client showed. Built under the
- * caller's credentials. Returns the request or an ERR_PTR.
- */
-struct pohmel_req *pohmel_rpc_write_req(struct pohmel_conn *c,
-					const struct pohmel_foid *oid,
-					u64 handle, u64 off, u32 count,
-					u32 flags, const struct timespec64 *mt,
-					const struct timespec64 *ct,
-					struct iov_iter *from)
-{
-	struct pohmel_req *req;
-	void *data;
-
-	if (mt && ct)
-		flags |= POHMEL_IO_TIMES;
-	req = io_req(c, POHMEL_OP_WRITE, oid, handle, off, count, flags,
-		     count + 2 * sizeof(struct pohmel_time));
-	if (!req)
-		return ERR_PTR(-ENOMEM);
-	if (mt && ct) {
-		struct pohmel_time *w = pohmel_req_append(req, 2 * sizeof(*w));
-
-		if (w) {
-			put_time(&w[0], mt);
-			put_time(&w[1], ct);
-		}
-	}
-	data = pohmel_req_append(req, count);
-	if (data && copy_from_iter(data, count, from) != count) {
-		pohmel_req_put(req);
-		return ERR_PTR(-EFAULT);
-	}
-	return req;
-}
-
-/* An ended WRITE: the bytes the server wrote, or -errno. */
-ssize_t pohmel_rpc_write_done(struct pohmel_req *req, struct pohmel_fattr *fa)
-{
-	const struct pohmel_io_reply *r;
-
-	if (req->err)
-		return req->err;
-	r = (const void *)req->rbuf;
-	reply_attr(req, &r->attr, fa);
-	return be32_to_cpu(r->count);
-}
-
-/* Send a WRITE of pohmel_rpc_write_req and wait; puts it. */
-ssize_t pohmel_rpc_write_call(struct pohmel_conn *c, struct pohmel_req *req,
-			      struct pohmel_fattr *fa)
-{
-	ssize_t n;
-	int err;
-
-	err = call(c, req);
-	if (err)
-		return err;
-	n = pohmel_rpc_write_done(req, fa);
-	pohmel_req_put(req);
-	return n;
-}
-
-/*
- * Send a WRITE of pohmel_rpc_write_req without waiting: as
- * pohmel_rpc_read_submit, @end runs once it ended (0 returned) or never
- * (-errno; the request is put).
- */
-int pohmel_rpc_write_submit(struct pohmel_conn *c, struct pohmel_req *req,
-			    void (*end)(struct pohmel_req *req), void *priv)
-{
-	int err;
-
-	if (unlikely(atomic_read(&c->wb_pending))) {
-		err = pohmel_wb_flush_conn(c);
-		if (err) {
-			pohmel_req_put(req);
-			return err;
-		}
-	}
-	req->end = end;
-	req->end_priv = priv;
-	return pohmel_conn_submit(c, req);
-}
-
-ssize_t pohmel_rpc_write_times(struct pohmel_conn *c,
-			       const struct pohmel_foid *oid, u64 handle,
-			       u64 off, u32 count, u32 flags,
-			       const struct timespec64 *mt,
-			       const struct timespec64 *ct,
-			       struct iov_iter *from, struct pohmel_fattr *fa)
-{
-	struct pohmel_req *req;
-
-	req = pohmel_rpc_write_req(c, oid, handle, off, count, flags, mt, ct,
-				   from);
-	if (IS_ERR(req))
-		return PTR_ERR(req);
-	return pohmel_rpc_write_call(c, req, fa);
-}
-
-int pohmel_rpc_fsync(struct pohmel_conn *c, const struct pohmel_foid *oid,
-		     u64 handle, u32 flags, struct pohmel_fattr *fa)
-{
-	struct pohmel_fsync *b;
-	struct pohmel_req *req;
-	int err;
-
-	req = pohmel_req_alloc(c, POHMEL_OP_FSYNC, POHMEL_FSYNC_SIZE, true);
-	if (!req)
-		return -ENOMEM;
-	b = pohmel_req_append(req, POHMEL_FSYNC_SIZE);
-	put_oid(&b->oid, oid);
-	b->handle = cpu_to_be64(handle);
-	b->flags = cpu_to_be32(flags);
-	err = call(c, req);
-	if (err)
-		return err;
-	reply_attr(req, req->rbuf, fa);
-	pohmel_req_put(req);
-	return 0;
-}
-
 int pohmel_rpc_statfs(struct pohmel_conn *c, const struct pohmel_foid *oid,
 		      struct pohmel_fstatfs *st)
 {
@@ -832,7 +576,7 @@ int pohmel_rpc_statfs(struct pohmel_conn *c, const struct pohmel_foid *oid,
 
 	if (!req)
 		return -ENOMEM;
-	err = call(c, req);
+	err = pohmel_rpc_call(c, req);
 	if (err)
 		return err;
 	r = (const void *)req->rbuf;
@@ -863,7 +607,7 @@ int pohmel_rpc_readdir(struct pohmel_conn *c, const struct pohmel_foid *dir,
 	put_oid(&b->dir, dir);
 	b->cookie = cpu_to_be64(cookie);
 	b->maxbytes = cpu_to_be32(maxbytes);
-	err = call(c, req);
+	err = pohmel_rpc_call(c, req);
 	if (err)
 		return err;
 	r = (const void *)req->rbuf;
@@ -930,7 +674,7 @@ ssize_t pohmel_rpc_getxattr(struct pohmel_conn *c, u16 op,
 	if (nlen)
 		pohmel_req_append_name(req, name, nlen);
 	req->want = size;
-	err = call(c, req);
+	err = pohmel_rpc_call(c, req);
 	if (err)
 		return err;
 	r = (const void *)req->rbuf;
@@ -974,7 +718,7 @@ int pohmel_rpc_setxattr(struct pohmel_conn *c, const struct pohmel_foid *oid,
 	pohmel_req_append_name(req, name, nlen);
 	if (size)
 		pohmel_req_append_name(req, value, size);
-	err = call(c, req);
+	err = pohmel_rpc_call(c, req);
 	if (!err)
 		pohmel_req_put(req);
 	return err;
@@ -1006,7 +750,7 @@ int pohmel_rpc_lock(struct pohmel_conn *c, const struct pohmel_foid *oid,
 	 */
 	if ((fl->flags & POHMEL_LOCK_WAIT) && fl->type != POHMEL_LOCK_UN)
 		req->needs_seq = false;
-	err = call(c, req);
+	err = pohmel_rpc_call(c, req);
 	if (err)
 		return err;
 	if (fl->flags & POHMEL_LOCK_TEST) {
@@ -1029,7 +773,7 @@ int pohmel_rpc_bye(struct pohmel_conn *c)
 
 	if (!req)
 		return -ENOMEM;
-	err = call(c, req);
+	err = pohmel_rpc_call(c, req);
 	if (!err)
 		pohmel_req_put(req);
 	return err;
