@@ -370,19 +370,17 @@ static int cancel(struct pohmel_conn *c, struct pohmel_req *req, int err)
 }
 
 /*
- * Send @req and wait for its reply. Returns 0 with req->rbuf/rlen holding
- * the reply payload, or -errno (the server's status, -ETIMEDOUT on a soft
- * mount, -EINTR-like when killed, -EIO when unmounting). Hard mounts wait
- * for as long as it takes, but a fatal signal always ends the wait.
+ * Wait for the reply of @req, sent by pohmel_conn_send. Returns 0 with
+ * req->rbuf/rlen holding the reply payload, or -errno (the server's
+ * status, -ETIMEDOUT on a soft mount, -EINTR-like when killed, -EIO when
+ * unmounting). Hard mounts wait for as long as it takes, but a fatal
+ * signal always ends the wait.
  */
-int pohmel_conn_call(struct pohmel_conn *c, struct pohmel_req *req)
+int pohmel_conn_wait(struct pohmel_conn *c, struct pohmel_req *req)
 {
 	long t;
 	int err;
 
-	err = submit(c, req, true);
-	if (err)
-		return err;
 	if (c->soft) {
 		t = wait_for_completion_killable_timeout(&req->done, c->timeo);
 		if (t == 0) {
@@ -398,6 +396,24 @@ int pohmel_conn_call(struct pohmel_conn *c, struct pohmel_req *req)
 	}
 	atomic64_inc(&c->stats.round_trips);
 	return req->err;
+}
+
+/*
+ * Send @req; pohmel_conn_wait() then waits for its reply (a caller may
+ * send several first: pipelined O_DIRECT). Every request sent is waited
+ * for, whatever happens to the others.
+ */
+int pohmel_conn_send(struct pohmel_conn *c, struct pohmel_req *req)
+{
+	return submit(c, req, true);
+}
+
+/* Send @req and wait for its reply (pohmel_conn_wait). */
+int pohmel_conn_call(struct pohmel_conn *c, struct pohmel_req *req)
+{
+	int err = submit(c, req, true);
+
+	return err ?: pohmel_conn_wait(c, req);
 }
 
 /*

@@ -348,6 +348,8 @@ void *pohmel_msg_alloc(size_t size, gfp_t extra);	/* kvfree() it */
 void pohmel_conn_proto_error(struct pohmel_conn *c, u32 gen, const char *what);
 void pohmel_conn_stop_recalls(struct pohmel_conn *c);
 int pohmel_conn_call(struct pohmel_conn *c, struct pohmel_req *req);
+int pohmel_conn_send(struct pohmel_conn *c, struct pohmel_req *req);
+int pohmel_conn_wait(struct pohmel_conn *c, struct pohmel_req *req);
 int pohmel_conn_call_async(struct pohmel_conn *c, struct pohmel_req *req);
 int pohmel_conn_submit(struct pohmel_conn *c, struct pohmel_req *req);
 int pohmel_conn_send_all(struct socket *sock, const void *buf, size_t len);

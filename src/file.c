@@ -196,14 +196,54 @@ static bool direct_io(struct kiocb *iocb)
 	       POHMEL_SB(inode->i_sb)->opts.cache_none;
 }
 
+/*
+ * O_DIRECT and cache=none keep up to POHMEL_DIO_WINDOW requests of rsize
+ * or wsize in flight, taking their replies in order; every request sent
+ * is waited for, also after one failed or came back short.
+ */
+#define POHMEL_DIO_WINDOW	8
+
+struct dio_win {
+	struct pohmel_req *req[POHMEL_DIO_WINDOW];
+	u32 want[POHMEL_DIO_WINDOW];
+	u32 gen[POHMEL_DIO_WINDOW];
+	unsigned int head, nr;
+};
+
+static void dio_push(struct dio_win *w, struct pohmel_req *req, u32 want,
+		     u32 gen)
+{
+	unsigned int i = (w->head + w->nr++) % POHMEL_DIO_WINDOW;
+
+	w->req[i] = req;
+	w->want[i] = want;
+	w->gen[i] = gen;
+}
+
+static struct pohmel_req *dio_pop(struct dio_win *w, u32 *want, u32 *gen)
+{
+	unsigned int i = w->head;
+
+	w->head = (w->head + 1) % POHMEL_DIO_WINDOW;
+	w->nr--;
+	*want = w->want[i];
+	*gen = w->gen[i];
+	return w->req[i];
+}
+
 static ssize_t direct_read(struct kiocb *iocb, struct iov_iter *to)
 {
 	struct file *file = iocb->ki_filp;
 	struct inode *inode = file_inode(file);
 	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
 	struct pohmel_handle *h = file->private_data;
+	size_t left = iov_iter_count(to);
+	loff_t pos = iocb->ki_pos;
 	struct pohmel_fattr fa;
+	struct dio_win w = {};
 	ssize_t done = 0, n;
+	bool sending = true, taking = true;
+	u32 want, gen;
 	int err;
 
 	/* what we wrote through mmap must be visible to direct reads */
@@ -212,27 +252,47 @@ static ssize_t direct_read(struct kiocb *iocb, struct iov_iter *to)
 		err = pohmel_handle_ready(h);
 	if (err)
 		return err;
-	while (iov_iter_count(to)) {
-		u32 want = min_t(size_t, iov_iter_count(to), sbi->rsize);
+	while ((sending && left) || w.nr) {
+		while (sending && left && w.nr < POHMEL_DIO_WINDOW) {
+			struct pohmel_req *req;
 
-		n = pohmel_rpc_read(&sbi->conn, &h->oid, h->handle,
-				    iocb->ki_pos, want, to, &fa);
-		if (n < 0) {
-			if (!done)
-				done = n;
+			want = min_t(size_t, left, sbi->rsize);
+			req = pohmel_rpc_read_send(&sbi->conn, &h->oid,
+						   h->handle, pos, want);
+			if (IS_ERR(req)) {
+				err = PTR_ERR(req);
+				sending = false;
+				break;
+			}
+			dio_push(&w, req, want, 0);
+			pos += want;
+			left -= want;
+		}
+		if (!w.nr)
 			break;
+		n = pohmel_rpc_read_wait(&sbi->conn, dio_pop(&w, &want, &gen),
+					 taking ? to : NULL, &fa);
+		if (!taking)
+			continue;	/* past an error or a short read */
+		if (n < 0) {
+			err = n;
+			sending = false;
+			taking = false;
+			continue;
 		}
 		pohmel_refresh_inode(inode, &fa, 0);
 		iocb->ki_pos += n;
 		done += n;
-		if (n < want)
-			break;
+		if (n < want) {
+			sending = false;
+			taking = false;
+		}
 	}
 	if (done > 0) {
 		atomic64_add(done, &sbi->stats.direct_read);
 		file_accessed(file);
 	}
-	return done;
+	return done ?: err;
 }
 
 static ssize_t pohmel_read_iter(struct kiocb *iocb, struct iov_iter *to)
@@ -251,8 +311,9 @@ static ssize_t pohmel_read_iter(struct kiocb *iocb, struct iov_iter *to)
 }
 
 /*
- * Send @from to the server in wsize pieces. With O_SYNC/O_DSYNC each
- * piece is written stable, so no separate FSYNC is needed.
+ * Send @from to the server in wsize pieces, up to POHMEL_DIO_WINDOW of
+ * them in flight. With O_SYNC/O_DSYNC each piece is written stable, so
+ * no separate FSYNC is needed.
  */
 static ssize_t write_through(struct kiocb *iocb, struct iov_iter *from)
 {
@@ -261,48 +322,71 @@ static ssize_t write_through(struct kiocb *iocb, struct iov_iter *from)
 	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
 	struct pohmel_handle *h = file->private_data;
 	u32 flags = (iocb->ki_flags & IOCB_DSYNC) ? POHMEL_IO_STABLE : 0;
-	loff_t start = iocb->ki_pos;
+	size_t total = iov_iter_count(from);
+	loff_t start = iocb->ki_pos, pos = start;
+	bool sending = true, taking = true;
 	struct pohmel_fattr fa;
+	struct dio_win w = {};
 	ssize_t done = 0, n;
-	u32 gen;
+	u32 want, gen;
 	int err;
 
 	err = filemap_write_and_wait_range(inode->i_mapping, start,
-					   start + iov_iter_count(from) - 1);
+					   start + total - 1);
 	if (!err)
 		err = pohmel_handle_ready(h);
 	if (err)
 		return err;
-	while (iov_iter_count(from)) {
-		size_t before = iov_iter_count(from);
-		u32 want = min_t(size_t, before, sbi->wsize);
+	while ((sending && iov_iter_count(from)) || w.nr) {
+		while (sending && iov_iter_count(from) &&
+		       w.nr < POHMEL_DIO_WINDOW) {
+			struct pohmel_req *req;
 
-		gen = pohmel_verf_gen(inode);
-		n = pohmel_rpc_write(&sbi->conn, &h->oid, h->handle,
-				     iocb->ki_pos, want, flags, from, &fa);
-		/* give back what was taken from @from but not written */
-		iov_iter_revert(from, before - iov_iter_count(from) -
-				max_t(ssize_t, n, 0));
-		if (n < 0) {
-			if (!done)
-				done = n;
+			want = min_t(size_t, iov_iter_count(from), sbi->wsize);
+			gen = pohmel_verf_gen(inode);
+			req = pohmel_rpc_write_req(&sbi->conn, &h->oid,
+						   h->handle, pos, want, flags,
+						   NULL, NULL, from);
+			err = IS_ERR(req) ? PTR_ERR(req) :
+			      pohmel_rpc_write_send(&sbi->conn, req);
+			if (err) {
+				sending = false;
+				break;
+			}
+			dio_push(&w, req, want, gen);
+			pos += want;
+		}
+		if (!w.nr)
 			break;
+		n = pohmel_rpc_write_wait(&sbi->conn, dio_pop(&w, &want, &gen),
+					  &fa);
+		if (!taking)
+			continue;	/* past an error or a short write */
+		if (n < 0) {
+			err = n;
+			sending = false;
+			taking = false;
+			continue;
 		}
 		pohmel_refresh_inode(inode, &fa, POHMEL_REFRESH_OWN);
 		if (!(flags & POHMEL_IO_STABLE) && n > 0)
 			pohmel_write_through_done(inode, gen);
 		iocb->ki_pos += n;
 		done += n;
-		if (n < want)
-			break;
+		if (n < want) {
+			sending = false;
+			taking = false;
+		}
 	}
+	/* give back what was taken from @from but not written */
+	iov_iter_revert(from, total - iov_iter_count(from) - done);
 	if (iocb->ki_pos > start && inode->i_mapping->nrpages)
 		invalidate_inode_pages2_range(inode->i_mapping,
 					      start >> PAGE_SHIFT,
 					      (iocb->ki_pos - 1) >> PAGE_SHIFT);
 	if (done > 0)
 		atomic64_add(done, &sbi->stats.direct_written);
-	return done;
+	return done ?: err;
 }
 
 static ssize_t pohmel_write_iter(struct kiocb *iocb, struct iov_iter *from)

@@ -170,6 +170,14 @@ struct pohmel_req *pohmel_rpc_write_req(struct pohmel_conn *c,
 ssize_t pohmel_rpc_write_done(struct pohmel_req *req, struct pohmel_fattr *fa);
 ssize_t pohmel_rpc_write_call(struct pohmel_conn *c, struct pohmel_req *req,
 			      struct pohmel_fattr *fa);
+int pohmel_rpc_write_send(struct pohmel_conn *c, struct pohmel_req *req);
+ssize_t pohmel_rpc_write_wait(struct pohmel_conn *c, struct pohmel_req *req,
+			      struct pohmel_fattr *fa);
+struct pohmel_req *pohmel_rpc_read_send(struct pohmel_conn *c,
+					const struct pohmel_foid *oid,
+					u64 handle, u64 off, u32 count);
+ssize_t pohmel_rpc_read_wait(struct pohmel_conn *c, struct pohmel_req *req,
+			     struct iov_iter *to, struct pohmel_fattr *fa);
 int pohmel_rpc_write_submit(struct pohmel_conn *c, struct pohmel_req *req,
 			    void (*end)(struct pohmel_req *req), void *priv);
 int pohmel_rpc_fsync(struct pohmel_conn *c, const struct pohmel_foid *oid,

@@ -10,6 +10,14 @@
 
 #include "rpc_int.h"
 
+/* As pohmel_rpc_call: the write-back log goes first. */
+static int log_first(struct pohmel_conn *c)
+{
+	if (unlikely(atomic_read(&c->wb_pending)))
+		return pohmel_wb_flush_conn(c);
+	return 0;
+}
+
 static struct pohmel_req *io_req(struct pohmel_conn *c, u16 op,
 				 const struct pohmel_foid *oid, u64 handle,
 				 u64 off, u32 count, u32 flags, u32 extra)
@@ -43,14 +51,10 @@ int pohmel_rpc_read_submit(struct pohmel_conn *c,
 			   void (*end)(struct pohmel_req *req), void *priv)
 {
 	struct pohmel_req *req;
-	int err;
+	int err = log_first(c);
 
-	/* as call(): nothing may reach the server before its creates */
-	if (unlikely(atomic_read(&c->wb_pending))) {
-		err = pohmel_wb_flush_conn(c);
-		if (err)
-			return err;
-	}
+	if (err)
+		return err;
 	req = io_req(c, POHMEL_OP_READ, oid, handle, off, count, 0, 0);
 	if (!req)
 		return -ENOMEM;
@@ -80,26 +84,51 @@ ssize_t pohmel_rpc_read_done(struct pohmel_req *req, struct pohmel_fattr *fa)
 	return copy_to_iter(req->rbuf + POHMEL_IO_REPLY_SIZE, n, req->dest);
 }
 
-/* Read up to @count bytes at @off into @to; returns bytes read. */
-ssize_t pohmel_rpc_read(struct pohmel_conn *c, const struct pohmel_foid *oid,
-			u64 handle, u64 off, u32 count, struct iov_iter *to,
-			struct pohmel_fattr *fa)
+/*
+ * A READ of up to @count bytes at @off, sent now; pohmel_rpc_read_wait
+ * takes its reply (O_DIRECT keeps several in flight). Returns the
+ * request or an ERR_PTR.
+ */
+struct pohmel_req *pohmel_rpc_read_send(struct pohmel_conn *c,
+					const struct pohmel_foid *oid,
+					u64 handle, u64 off, u32 count)
+{
+	struct pohmel_req *req;
+	int err = log_first(c);
+
+	if (err)
+		return ERR_PTR(err);
+	req = io_req(c, POHMEL_OP_READ, oid, handle, off, count, 0, 0);
+	if (!req)
+		return ERR_PTR(-ENOMEM);
+	err = pohmel_conn_send(c, req);
+	if (err) {
+		pohmel_req_put(req);
+		return ERR_PTR(err);
+	}
+	return req;
+}
+
+/*
+ * Wait for a READ of pohmel_rpc_read_send and put it: its bytes into @to
+ * (NULL: dropped). Returns the bytes read or -errno.
+ */
+ssize_t pohmel_rpc_read_wait(struct pohmel_conn *c, struct pohmel_req *req,
+			     struct iov_iter *to, struct pohmel_fattr *fa)
 {
 	const struct pohmel_io_reply *r;
-	struct pohmel_req *req;
 	size_t n, copied;
 	int err;
 
-	req = io_req(c, POHMEL_OP_READ, oid, handle, off, count, 0, 0);
-	if (!req)
-		return -ENOMEM;
-	err = pohmel_rpc_call(c, req);
-	if (err)
+	err = pohmel_conn_wait(c, req);
+	if (err) {
+		pohmel_req_put(req);
 		return err;
+	}
 	r = (const void *)req->rbuf;
 	reply_attr(req, &r->attr, fa);
 	n = be32_to_cpu(r->count);
-	copied = copy_to_iter(req->rbuf + POHMEL_IO_REPLY_SIZE, n, to);
+	copied = to ? copy_to_iter(req->rbuf + POHMEL_IO_REPLY_SIZE, n, to) : n;
 	pohmel_req_put(req);
 	/*
 	 * A fault in the user's buffer ends the read where it hit: the
@@ -110,7 +139,19 @@ ssize_t pohmel_rpc_read(struct pohmel_conn *c, const struct pohmel_foid *oid,
 	return copied;
 }
 
-/* Write @count bytes from @from at @off; returns bytes written. */
+/* Read up to @count bytes at @off into @to; returns bytes read. */
+ssize_t pohmel_rpc_read(struct pohmel_conn *c, const struct pohmel_foid *oid,
+			u64 handle, u64 off, u32 count, struct iov_iter *to,
+			struct pohmel_fattr *fa)
+{
+	struct pohmel_req *req = pohmel_rpc_read_send(c, oid, handle, off,
+						      count);
+
+	if (IS_ERR(req))
+		return PTR_ERR(req);
+	return pohmel_rpc_read_wait(c, req, to, fa);
+}
+
 ssize_t pohmel_rpc_write(struct pohmel_conn *c, const struct pohmel_foid *oid,
 			 u64 handle, u64 off, u32 count, u32 flags,
 			 struct iov_iter *from, struct pohmel_fattr *fa)
@@ -168,19 +209,41 @@ ssize_t pohmel_rpc_write_done(struct pohmel_req *req, struct pohmel_fattr *fa)
 	return be32_to_cpu(r->count);
 }
 
+/*
+ * Send a WRITE of pohmel_rpc_write_req; pohmel_rpc_write_wait takes its
+ * reply. On an error the request is put.
+ */
+int pohmel_rpc_write_send(struct pohmel_conn *c, struct pohmel_req *req)
+{
+	int err = log_first(c);
+
+	if (!err)
+		err = pohmel_conn_send(c, req);
+	if (err)
+		pohmel_req_put(req);
+	return err;
+}
+
+/* Wait for a WRITE of pohmel_rpc_write_send and put it: bytes or -errno. */
+ssize_t pohmel_rpc_write_wait(struct pohmel_conn *c, struct pohmel_req *req,
+			      struct pohmel_fattr *fa)
+{
+	ssize_t n;
+
+	n = pohmel_conn_wait(c, req);
+	if (!n)
+		n = pohmel_rpc_write_done(req, fa);
+	pohmel_req_put(req);
+	return n;
+}
+
 /* Send a WRITE of pohmel_rpc_write_req and wait; puts it. */
 ssize_t pohmel_rpc_write_call(struct pohmel_conn *c, struct pohmel_req *req,
 			      struct pohmel_fattr *fa)
 {
-	ssize_t n;
-	int err;
+	int err = pohmel_rpc_write_send(c, req);
 
-	err = pohmel_rpc_call(c, req);
-	if (err)
-		return err;
-	n = pohmel_rpc_write_done(req, fa);
-	pohmel_req_put(req);
-	return n;
+	return err ?: pohmel_rpc_write_wait(c, req, fa);
 }
 
 /*
@@ -191,14 +254,11 @@ ssize_t pohmel_rpc_write_call(struct pohmel_conn *c, struct pohmel_req *req,
 int pohmel_rpc_write_submit(struct pohmel_conn *c, struct pohmel_req *req,
 			    void (*end)(struct pohmel_req *req), void *priv)
 {
-	int err;
+	int err = log_first(c);
 
-	if (unlikely(atomic_read(&c->wb_pending))) {
-		err = pohmel_wb_flush_conn(c);
-		if (err) {
-			pohmel_req_put(req);
-			return err;
-		}
+	if (err) {
+		pohmel_req_put(req);
+		return err;
 	}
 	req->end = end;
 	req->end_priv = priv;

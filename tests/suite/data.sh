@@ -10,6 +10,9 @@
 #     bytes those that were written; the same through mmap;
 #   the same file read while mount 2 rewrites part of it: the reader sees
 #     mount 2's bytes once its write returned (readahead racing a recall);
+#   O_DIRECT: a write and a read of 8 MiB in one call each keep 2 or more
+#     requests in flight and move the right bytes; reads at and across
+#     the end of file return 0 and what is left;
 #   many readers: 4 readers of 4 files at once read what was written.
 # Knob: POHMEL_DATA_MB (size of the file, 16).
 # Usage: data.sh BIN W1 W2 SCRATCH [local]
@@ -119,6 +122,34 @@ else
 	fail "data: mount 1 reading ahead while mount 2 rewrites the end: mount 2's bytes are read after its write (3 rounds)"
 fi
 
+# --- O_DIRECT: one call of 8 MiB is 8 requests, several in flight --------
+fresh || fail "data: mount 1 again for O_DIRECT"
+dd if="$src" of="$w1/direct" bs=8M count=1 oflag=direct status=none 2>"$scratch/dd.err"
+rc=$? inflight=$(st in_flight_max)
+if [ $rc = 0 ] && cmp -s <(head -c $((8 << 20)) "$src") "$ex/direct" && [ "$inflight" -ge 2 ]; then
+	pass "data: an O_DIRECT write of 8 MiB in one call: the bytes in the export, $inflight requests in flight at once"
+else
+	fail "data: an O_DIRECT write of 8 MiB in one call: the bytes in the export, $inflight requests in flight at once (2 or more expected)"
+	diag "dd exit $rc: $(cat "$scratch/dd.err")" "$(cmp <(head -c $((8 << 20)) "$src") "$ex/direct" 2>&1)"
+fi
+fresh || fail "data: mount 1 again for O_DIRECT"
+dd if="$w1/direct" of="$scratch/direct" bs=8M count=1 iflag=direct status=none 2>"$scratch/dd.err"
+rc=$? inflight=$(st in_flight_max)
+if [ $rc = 0 ] && cmp -s <(head -c $((8 << 20)) "$src") "$scratch/direct" && [ "$inflight" -ge 2 ]; then
+	pass "data: an O_DIRECT read of 8 MiB in one call: the bytes written, $inflight requests in flight at once"
+else
+	fail "data: an O_DIRECT read of 8 MiB in one call: the bytes written, $inflight requests in flight at once (2 or more expected)"
+	diag "dd exit $rc: $(cat "$scratch/dd.err")"
+fi
+# short: an O_DIRECT read past the end returns what there is
+n=$(dd if="$w1/direct" bs=8M skip=$((8 << 20)) count=1 iflag=direct,skip_bytes status=none 2>/dev/null | wc -c)
+n2=$(dd if="$w1/direct" bs=3M skip=$((7 << 20)) count=1 iflag=direct,skip_bytes status=none 2>/dev/null | wc -c)
+if [ "$n" = 0 ] && [ "$n2" = $((1 << 20)) ]; then
+	pass "data: O_DIRECT reads at and across the end of file return 0 and the 1 MiB left"
+else
+	fail "data: O_DIRECT reads at and across the end of file return 0 and the 1 MiB left (got $n and $n2)"
+fi
+
 # --- several readers at once ----------------------------------------------
 fresh || fail "data: mount 1 again for several readers"
 for i in 1 2 3 4; do
@@ -139,5 +170,5 @@ if [ $ok = 1 ]; then
 else
 	fail "data: 4 readers of 4 files at once on a cold mount 1 each read what mount 2 wrote"
 fi
-rm -f "$w1/seq" "$w1"/p[1-4]
+rm -f "$w1/seq" "$w1/direct" "$w1"/p[1-4]
 tap_finish
