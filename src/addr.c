@@ -245,6 +245,8 @@ struct wb_wait {
 	atomic_t pending;
 	int err;
 	struct completion done;
+	spinlock_t lock;		/* protects writes */
+	struct list_head writes;	/* wb_write.node: in flight */
 };
 
 /* Contiguous folios under writeback, waiting to go out in one WRITE. */
@@ -354,6 +356,10 @@ struct wb_write {
 	struct pohmel_handle *h;
 	struct pohmel_unstable *u;	/* NULL: written stable */
 	struct wb_wait *sync;
+	/* with sync: on sync->writes while in flight, holding a ref of req */
+	struct list_head node;
+	struct pohmel_req *req;
+	bool taken;			/* sync->lock: wb_take_back saw it */
 	loff_t pos;
 	size_t len;
 	u32 gen;
@@ -416,8 +422,49 @@ static void wb_end(struct pohmel_req *req)
 	if (n >= 0)
 		pohmel_refresh_inode(inode, &fa, POHMEL_REFRESH_OWN);
 	pohmel_put_handle(w->h);
+	if (w->sync) {
+		spin_lock(&w->sync->lock);
+		list_del(&w->node);
+		spin_unlock(&w->sync->lock);
+		pohmel_req_put(w->req);
+	}
 	wb_done(w, n);
 	iput(inode);		/* wb_flush's igrab */
+}
+
+/*
+ * The writer waiting for @sync was killed: the WRITEs it is waiting for
+ * that have not ended are taken back and ended here as interrupted (the
+ * pages stay dirty, no error is recorded), so that nothing it waits on
+ * any more waits for a server that may not come back (a hard mount).
+ * Those that ended already end on io_wq as usual.
+ */
+static void wb_take_back(struct wb_wait *sync, struct pohmel_conn *c)
+{
+	struct pohmel_req *req;
+	struct wb_write *w;
+
+	for (;;) {
+		req = NULL;
+		spin_lock(&sync->lock);
+		list_for_each_entry(w, &sync->writes, node) {
+			if (!w->taken) {
+				w->taken = true;
+				req = w->req;
+				kref_get(&req->ref);
+				break;
+			}
+		}
+		spin_unlock(&sync->lock);
+		if (!req)
+			return;
+		if (pohmel_conn_take_back(c, req)) {
+			req->err = -EINTR;
+			wb_end(req);
+			pohmel_req_put(req);	/* the submitter's */
+		}
+		pohmel_req_put(req);		/* ours */
+	}
 }
 
 /* Send @w's WRITE without waiting; an error here ends it at once. */
@@ -437,9 +484,22 @@ static void wb_submit(struct wb_write *w)
 		err = PTR_ERR(req);
 		goto fail;
 	}
+	if (w->sync) {
+		kref_get(&req->ref);
+		w->req = req;
+		spin_lock(&w->sync->lock);
+		list_add_tail(&w->node, &w->sync->writes);
+		spin_unlock(&w->sync->lock);
+	}
 	err = pohmel_rpc_write_submit(pohmel_conn(w->inode), req, wb_end, w);
 	if (!err)
 		return;
+	if (w->sync) {
+		spin_lock(&w->sync->lock);
+		list_del(&w->node);
+		spin_unlock(&w->sync->lock);
+		pohmel_req_put(req);
+	}
 fail:
 	inode = w->inode;
 	pohmel_put_handle(w->h);
@@ -472,6 +532,8 @@ static void wb_flush(struct wb_batch *b)
 	}
 	w->inode = inode;
 	w->h = NULL;
+	w->req = NULL;
+	w->taken = false;
 	/* each WRITE in flight holds a count of sync; wb_done drops it */
 	w->sync = b->wait ? NULL : b->sync;
 	if (w->sync)
@@ -531,8 +593,9 @@ static int wb_folio(struct folio *folio, struct writeback_control *wbc,
  * folios without waiting for it, so several are in flight per file (and
  * per mount: the flusher moves on to the next inode). A data integrity
  * sync (fsync, sync) then waits for them all and returns the first
- * error; background writeback does not wait. Soft mounts wait for each
- * WRITE, which gives up after timeo.
+ * error; a fatal signal ends that wait (wb_take_back). Background
+ * writeback does not wait. Soft mounts wait for each WRITE, which gives
+ * up after timeo.
  */
 static int pohmel_writepages(struct address_space *mapping,
 			     struct writeback_control *wbc)
@@ -551,6 +614,8 @@ static int pohmel_writepages(struct address_space *mapping,
 		atomic_set(&sync.pending, 1);
 		sync.err = 0;
 		init_completion(&sync.done);
+		spin_lock_init(&sync.lock);
+		INIT_LIST_HEAD(&sync.writes);
 		b.sync = &sync;
 	}
 	b.folios = kmalloc_array(b.max, sizeof(*b.folios), GFP_NOFS);
@@ -560,8 +625,12 @@ static int pohmel_writepages(struct address_space *mapping,
 	wb_flush(&b);
 	kfree(b.folios);
 	if (b.sync) {
-		if (!atomic_dec_and_test(&sync.pending))
+		/* a fatal signal ends the wait, as it ends a call's */
+		if (!atomic_dec_and_test(&sync.pending) &&
+		    wait_for_completion_killable(&sync.done)) {
+			wb_take_back(&sync, pohmel_conn(inode));
 			wait_for_completion(&sync.done);
+		}
 		b.err = b.err ?: sync.err;
 	}
 	return err ?: b.err;

@@ -344,19 +344,22 @@ erase_tag:
 	return err;
 }
 
-/* The waiter gives up: take the request back unless it was answered. */
-static int cancel(struct pohmel_conn *c, struct pohmel_req *req, int err)
+/*
+ * Take @req back unless it has ended (or its READ data is arriving, off
+ * the queue: recv_direct): true if taken, and then nothing will end it.
+ */
+bool pohmel_conn_take_back(struct pohmel_conn *c, struct pohmel_req *req)
 {
 	bool owned = false;
 
 	spin_lock(&c->lock);
-	if (req->state == POHMEL_RS_DONE) {
-		err = req->err;
-	} else {
+	if ((req->state == POHMEL_RS_QUEUED || req->state == POHMEL_RS_SENT) &&
+	    !list_empty(&req->list)) {
 		list_del_init(&req->list);
 		put_tag_locked(c, req, false);
 		req->state = POHMEL_RS_CANCELLED;
 		owned = true;
+		atomic_dec(&c->stats.in_flight);
 		/* the server may still apply it: the next syncfs commits */
 		if (op_changes(req->op))
 			atomic64_inc(&c->changes_done);
@@ -366,7 +369,13 @@ static int cancel(struct pohmel_conn *c, struct pohmel_req *req, int err)
 	spin_unlock(&c->lock);
 	if (owned)
 		pohmel_req_put(req);	/* the queue's reference */
-	return err;
+	return owned;
+}
+
+/* The waiter gives up: take the request back unless it was answered. */
+static int cancel(struct pohmel_conn *c, struct pohmel_req *req, int err)
+{
+	return pohmel_conn_take_back(c, req) ? err : req->err;
 }
 
 /*

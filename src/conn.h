@@ -352,6 +352,7 @@ int pohmel_conn_send(struct pohmel_conn *c, struct pohmel_req *req);
 int pohmel_conn_wait(struct pohmel_conn *c, struct pohmel_req *req);
 int pohmel_conn_call_async(struct pohmel_conn *c, struct pohmel_req *req);
 int pohmel_conn_submit(struct pohmel_conn *c, struct pohmel_req *req);
+bool pohmel_conn_take_back(struct pohmel_conn *c, struct pohmel_req *req);
 int pohmel_conn_send_all(struct socket *sock, const void *buf, size_t len);
 int pohmel_conn_recv_all(struct socket *sock, void *buf, size_t len);
 int pohmel_conn_recv_msg(struct socket *sock, void *buf, size_t len,
