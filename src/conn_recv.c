@@ -11,6 +11,18 @@
 #include "compat.h"
 #include "conn.h"
 
+/* @req's reply came and passed its checks: it owns @buf from now on. */
+static void answered(struct pohmel_conn *c, struct pohmel_req *req, u8 *buf,
+		     u32 len)
+{
+	lockdep_assert_held(&c->lock);
+	req->rbuf = buf;
+	req->rlen = len;
+	req->gen = c->gen;
+	req->rseq = ++c->reply_seq;
+	pohmel_conn_answer_locked(c, req, 0);
+}
+
 /*
  * Receive exactly @len bytes into @it. Part of a message has come, so a
  * receive timeout only waits on (as pohmel_conn_recv_msg when patient).
@@ -87,13 +99,9 @@ static int recv_direct(struct pohmel_conn *c, struct socket *sock,
 	spin_lock(&c->lock);
 	if (!err) {
 		atomic64_add(n, &c->stats.bytes_recv_direct);
-		req->rbuf = (u8 *)r;
-		req->rlen = fixed;
 		req->direct = n;
-		req->gen = c->gen;
-		req->rseq = ++c->reply_seq;
+		answered(c, req, (u8 *)r, fixed);
 		r = NULL;
-		pohmel_conn_answer_locked(c, req, 0);
 	} else {
 		/* the pages stay !uptodate: the reader asks again */
 		pohmel_conn_answer_locked(c, req, -EIO);
@@ -187,12 +195,8 @@ int pohmel_conn_recv_one(struct pohmel_conn *c, struct socket *sock,
 		pohmel_conn_answer_locked(c, req, -EIO);
 		err = -EPROTO;
 	} else {
-		req->rbuf = buf;
-		req->rlen = len;
-		req->gen = c->gen;
-		req->rseq = ++c->reply_seq;
+		answered(c, req, buf, len);
 		buf = NULL;
-		pohmel_conn_answer_locked(c, req, 0);
 	}
 	spin_unlock(&c->lock);
 	pohmel_req_put(req);		/* the queue's reference */
