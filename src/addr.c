@@ -54,8 +54,10 @@ static void end_folios(struct folio **folios, unsigned int nr, ssize_t n,
 	}
 }
 
+/* @it over @len bytes of @nr whole folios, through @bv (@nr entries). */
 static void folios_bvec(struct bio_vec *bv, struct folio **folios,
-			unsigned int nr, struct iov_iter *it)
+			unsigned int nr, unsigned int dir, size_t len,
+			struct iov_iter *it)
 {
 	unsigned int i;
 
@@ -64,7 +66,7 @@ static void folios_bvec(struct bio_vec *bv, struct folio **folios,
 		bv[i].bv_offset = 0;
 		bv[i].bv_len = PAGE_SIZE;
 	}
-	iov_iter_bvec(it, ITER_DEST, bv, nr, nr * PAGE_SIZE);
+	iov_iter_bvec(it, dir, bv, nr, len);
 }
 
 /*
@@ -91,7 +93,7 @@ static int fill_folios(struct file *file, struct inode *inode,
 		n = -ENOMEM;
 		goto out;
 	}
-	folios_bvec(bv, folios, nr, &it);
+	folios_bvec(bv, folios, nr, ITER_DEST, nr * PAGE_SIZE, &it);
 	n = pohmel_rpc_read(&sbi->conn, &pi->oid, h ? h->handle : 0, pos,
 			    nr * PAGE_SIZE, &it, &fa);
 	kfree(bv);
@@ -159,7 +161,8 @@ static void ra_submit(struct file *file, struct inode *inode,
 	ra->inode = inode;
 	ra->h = file_handle(file, inode, POHMEL_OPEN_READ);
 	err = pohmel_handle_ready(ra->h);
-	folios_bvec(ra->bv, ra->folios, ra->nr, &ra->it);
+	folios_bvec(ra->bv, ra->folios, ra->nr, ITER_DEST, ra->nr * PAGE_SIZE,
+		    &ra->it);
 	if (!err)
 		err = pohmel_rpc_read_submit(&sbi->conn, &POHMEL_I(inode)->oid,
 					     ra->h ? ra->h->handle : 0,
@@ -292,17 +295,11 @@ static struct pohmel_req *folios_write_req(struct inode *inode,
 	struct pohmel_req *req;
 	struct bio_vec *bv;
 	struct iov_iter it;
-	unsigned int i;
 
 	bv = kmalloc_array(nr, sizeof(*bv), GFP_NOFS);
 	if (!bv)
 		return ERR_PTR(-ENOMEM);
-	for (i = 0; i < nr; i++) {
-		bv[i].bv_page = folio_page(folios[i], 0);
-		bv[i].bv_offset = 0;
-		bv[i].bv_len = PAGE_SIZE;
-	}
-	iov_iter_bvec(&it, ITER_SOURCE, bv, nr, len);
+	folios_bvec(bv, folios, nr, ITER_SOURCE, len, &it);
 	if (POHMEL_SB(inode->i_sb)->opts.writeback &&
 	    (READ_ONCE(c->sess.features) & POHMEL_FEAT_IDRANGE)) {
 		mt = inode_get_mtime(inode);
@@ -410,24 +407,30 @@ static void wb_done(struct wb_write *w, ssize_t n)
 	kfree(w);
 }
 
+/* @w's WRITE no longer in flight: off sync->writes, its ref put. */
+static void wb_unlist(struct wb_write *w)
+{
+	if (!w->sync || !w->req)
+		return;
+	spin_lock(&w->sync->lock);
+	list_del(&w->node);
+	spin_unlock(&w->sync->lock);
+	pohmel_req_put(w->req);
+	w->req = NULL;
+}
+
 static void wb_end(struct pohmel_req *req)
 {
 	struct wb_write *w = req->end_priv;
+	struct inode *inode = w->inode;
 	struct pohmel_fattr fa;
 	ssize_t n;
-
-	struct inode *inode = w->inode;
 
 	n = pohmel_rpc_write_done(req, &fa);
 	if (n >= 0)
 		pohmel_refresh_inode(inode, &fa, POHMEL_REFRESH_OWN);
 	pohmel_put_handle(w->h);
-	if (w->sync) {
-		spin_lock(&w->sync->lock);
-		list_del(&w->node);
-		spin_unlock(&w->sync->lock);
-		pohmel_req_put(w->req);
-	}
+	wb_unlist(w);
 	wb_done(w, n);
 	iput(inode);		/* wb_flush's igrab */
 }
@@ -494,14 +497,9 @@ static void wb_submit(struct wb_write *w)
 	err = pohmel_rpc_write_submit(pohmel_conn(w->inode), req, wb_end, w);
 	if (!err)
 		return;
-	if (w->sync) {
-		spin_lock(&w->sync->lock);
-		list_del(&w->node);
-		spin_unlock(&w->sync->lock);
-		pohmel_req_put(req);
-	}
 fail:
 	inode = w->inode;
+	wb_unlist(w);
 	pohmel_put_handle(w->h);
 	wb_done(w, err);
 	iput(inode);

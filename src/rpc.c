@@ -59,10 +59,8 @@ static int check_name_arg(const char *name, u32 len)
  */
 int pohmel_rpc_call(struct pohmel_conn *c, struct pohmel_req *req)
 {
-	int err = 0;
+	int err = pohmel_rpc_log_first(c);
 
-	if (unlikely(atomic_read(&c->wb_pending)))
-		err = pohmel_wb_flush_conn(c);
 	if (!err)
 		err = pohmel_conn_call(c, req);
 	if (err)

@@ -33,6 +33,17 @@ static inline void reply_attr(const struct pohmel_req *req,
 	fa->rseq = req->rseq;
 }
 
+/*
+ * Creates made locally go first (wb.c): nothing reaches the server ahead
+ * of an object it may name. 0, or the error of sending them.
+ */
+static inline int pohmel_rpc_log_first(struct pohmel_conn *c)
+{
+	if (unlikely(atomic_read(&c->wb_pending)))
+		return pohmel_wb_flush_conn(c);
+	return 0;
+}
+
 int pohmel_rpc_call(struct pohmel_conn *c, struct pohmel_req *req);
 
 #endif /* POHMEL_RPC_INT_H */

@@ -10,14 +10,6 @@
 
 #include "rpc_int.h"
 
-/* As pohmel_rpc_call: the write-back log goes first. */
-static int log_first(struct pohmel_conn *c)
-{
-	if (unlikely(atomic_read(&c->wb_pending)))
-		return pohmel_wb_flush_conn(c);
-	return 0;
-}
-
 static struct pohmel_req *io_req(struct pohmel_conn *c, u16 op,
 				 const struct pohmel_foid *oid, u64 handle,
 				 u64 off, u32 count, u32 flags, u32 extra)
@@ -39,6 +31,23 @@ static struct pohmel_req *io_req(struct pohmel_conn *c, u16 op,
 }
 
 /*
+ * A READ reply's attributes into @fa and its bytes into @to (NULL: left
+ * where they are); *@count is what the server read. Returns the bytes
+ * copied (*@count when @to is NULL).
+ */
+static size_t read_reply(const struct pohmel_req *req, struct iov_iter *to,
+			 struct pohmel_fattr *fa, size_t *count)
+{
+	const struct pohmel_io_reply *r = (const void *)req->rbuf;
+
+	reply_attr(req, &r->attr, fa);
+	*count = be32_to_cpu(r->count);
+	if (!to)
+		return *count;
+	return copy_to_iter(req->rbuf + POHMEL_IO_REPLY_SIZE, *count, to);
+}
+
+/*
  * A READ nobody waits for (readahead): its data goes into @to (pages that
  * stay where they are until @end has run), straight from the socket when
  * it can. @end runs with the request on the connection's I/O workqueue
@@ -51,7 +60,7 @@ int pohmel_rpc_read_submit(struct pohmel_conn *c,
 			   void (*end)(struct pohmel_req *req), void *priv)
 {
 	struct pohmel_req *req;
-	int err = log_first(c);
+	int err = pohmel_rpc_log_first(c);
 
 	if (err)
 		return err;
@@ -71,17 +80,12 @@ int pohmel_rpc_read_submit(struct pohmel_conn *c,
  */
 ssize_t pohmel_rpc_read_done(struct pohmel_req *req, struct pohmel_fattr *fa)
 {
-	const struct pohmel_io_reply *r;
 	size_t n;
 
 	if (req->err)
 		return req->err;
-	r = (const void *)req->rbuf;
-	reply_attr(req, &r->attr, fa);
-	n = be32_to_cpu(r->count);
-	if (req->direct)	/* in the pages already */
-		return n;
-	return copy_to_iter(req->rbuf + POHMEL_IO_REPLY_SIZE, n, req->dest);
+	/* direct: in the pages already */
+	return read_reply(req, req->direct ? NULL : req->dest, fa, &n);
 }
 
 /*
@@ -94,7 +98,7 @@ struct pohmel_req *pohmel_rpc_read_send(struct pohmel_conn *c,
 					u64 handle, u64 off, u32 count)
 {
 	struct pohmel_req *req;
-	int err = log_first(c);
+	int err = pohmel_rpc_log_first(c);
 
 	if (err)
 		return ERR_PTR(err);
@@ -116,7 +120,6 @@ struct pohmel_req *pohmel_rpc_read_send(struct pohmel_conn *c,
 ssize_t pohmel_rpc_read_wait(struct pohmel_conn *c, struct pohmel_req *req,
 			     struct iov_iter *to, struct pohmel_fattr *fa)
 {
-	const struct pohmel_io_reply *r;
 	size_t n, copied;
 	int err;
 
@@ -125,10 +128,7 @@ ssize_t pohmel_rpc_read_wait(struct pohmel_conn *c, struct pohmel_req *req,
 		pohmel_req_put(req);
 		return err;
 	}
-	r = (const void *)req->rbuf;
-	reply_attr(req, &r->attr, fa);
-	n = be32_to_cpu(r->count);
-	copied = to ? copy_to_iter(req->rbuf + POHMEL_IO_REPLY_SIZE, n, to) : n;
+	copied = read_reply(req, to, fa, &n);
 	pohmel_req_put(req);
 	/*
 	 * A fault in the user's buffer ends the read where it hit: the
@@ -215,7 +215,7 @@ ssize_t pohmel_rpc_write_done(struct pohmel_req *req, struct pohmel_fattr *fa)
  */
 int pohmel_rpc_write_send(struct pohmel_conn *c, struct pohmel_req *req)
 {
-	int err = log_first(c);
+	int err = pohmel_rpc_log_first(c);
 
 	if (!err)
 		err = pohmel_conn_send(c, req);
@@ -254,7 +254,7 @@ ssize_t pohmel_rpc_write_call(struct pohmel_conn *c, struct pohmel_req *req,
 int pohmel_rpc_write_submit(struct pohmel_conn *c, struct pohmel_req *req,
 			    void (*end)(struct pohmel_req *req), void *priv)
 {
-	int err = log_first(c);
+	int err = pohmel_rpc_log_first(c);
 
 	if (err) {
 		pohmel_req_put(req);
