@@ -26,6 +26,7 @@
  * logged, so idle sockets cannot hold the slots for long.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
@@ -151,6 +152,8 @@ int conn_init_struct(struct conn *c, int fd, struct policy *pol)
 	err = outbox_init(&c->ob);
 	if (err)
 		return err;
+	/* non-blocking: every send and recv waits in poll, with a limit */
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	c->fd = fd;
 	c->pol = pol;
 	atomic_fetch_add(&pol->refs, 1);
@@ -282,6 +285,7 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 	bool big_rx = false, big_tx = false;
 
 	for (;;) {
+		struct reply_file rf = { .fd = -1 }, *rfp;
 		uint32_t outlen = 0, mlen;
 		struct order ord;
 		const uint8_t *msg;
@@ -306,16 +310,19 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 			hello_abandoned(c);
 		if (ret != 1)
 			return;
+		/* a sealed reply is one record: the data goes in it */
+		rfp = c->sealed ? NULL : &rf;
 		if (h.op != POHMEL_OP_RECALL_ACK && c->state == CONN_AUTHED &&
 		    must_queue(c, msg, mlen, &ord))
 			ret = DISPATCH_DEFER;
 		else
-			ret = dispatch(c, msg, mlen, tx,
-				       POHMEL_HDR_SIZE + c->max_msg, &outlen);
+			ret = dispatch_rf(c, msg, mlen, tx,
+					  POHMEL_HDR_SIZE + c->max_msg,
+					  &outlen, rfp);
 		if (ret == DISPATCH_DEFER && conn_defer(c, msg, mlen))
 			ret = dispatch_wait(c, c->sess, msg, mlen, tx,
 					    POHMEL_HDR_SIZE + c->max_msg,
-					    &outlen);
+					    &outlen, rfp);
 		if (ret == DISPATCH_DEFER)
 			ret = DISPATCH_OK;
 		if (ret == DISPATCH_DROP) {
@@ -324,8 +331,10 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 			stats.proto_errors++;
 			return;
 		}
-		if (outlen && outbox_reply(c, tx, outlen))
+		if (outlen && outbox_reply_rf(c, tx, outlen, &rf))
 			return;
+		if (rf.fd >= 0)
+			close(rf.fd);	/* no reply (a parked LOCK WAIT) */
 		if (ret == DISPATCH_CLOSE)
 			return;
 		if (c->seal_next && conn_seal_start(c))
@@ -441,6 +450,7 @@ static void *work_thread(void *arg)
 	struct conn *c = wk->c;
 	uint32_t cap = POHMEL_HDR_SIZE + c->max_msg, outlen;
 	uint8_t *tx = malloc(cap);
+	struct reply_file rf;
 	struct work *w;
 	int ret;
 
@@ -464,13 +474,16 @@ static void *work_thread(void *arg)
 		ret = DISPATCH_OK;
 		if (!tx)
 			ret = DISPATCH_DROP;	/* the client replays */
-		else if (!atomic_load(&c->gone))
+		rf.fd = -1;
+		if (tx && !atomic_load(&c->gone))
 			ret = dispatch_wait(c, wk->s, w->raw, w->len, tx, cap,
-					    &outlen);
+					    &outlen, c->sealed ? NULL : &rf);
 		if (ret == DISPATCH_DROP)
 			stats.proto_errors++;
 		else if (outlen)
-			outbox_reply(c, tx, outlen);
+			outbox_reply_rf(c, tx, outlen, &rf);
+		if (rf.fd >= 0)
+			close(rf.fd);
 		if (ret == DISPATCH_DROP || ret == DISPATCH_CLOSE)
 			shutdown(c->fd, SHUT_RDWR);	/* BYE, bad message */
 		pthread_mutex_lock(&c->defer_mu);

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/random.h>
+#include <unistd.h>
 #include "pohmeld.h"
 
 #define F_MOD	0x1	/* changes the export: EROFS on a read-only one */
@@ -75,7 +76,8 @@ static const struct op_desc ops[POHMEL_OP_MAX] = {
 void reply_finish(struct req *r, uint32_t status, uint8_t *hdrp)
 {
 	struct whdr h = {
-		.len = status ? 0 : r->len,
+		.len = status ? 0 : r->len + (r->rf && r->rf->fd >= 0 ?
+					      r->rf->len : 0),
 		.op = r->m->hdr.op,
 		.flags = POHMEL_HF_REPLY,
 		.tag = r->m->hdr.tag,
@@ -128,7 +130,7 @@ bool req_bump(struct req *r, uint64_t id)
 /* One request (alone or inside a BATCH); reply at out, *outlen bytes. */
 static int run_one(struct conn *c, struct session *s, const struct msg *m,
 		   int perr, uint8_t *out, uint32_t cap, uint32_t *outlen,
-		   bool in_batch, bool may_wait)
+		   bool in_batch, bool may_wait, struct reply_file *rf)
 {
 	const struct op_desc *d = m->hdr.op < POHMEL_OP_MAX ?
 				  &ops[m->hdr.op] : NULL;
@@ -136,6 +138,8 @@ static int run_one(struct conn *c, struct session *s, const struct msg *m,
 		.c = c, .s = s, .m = m, .cr = m->cr,
 		.out = out + POHMEL_HDR_SIZE, .cap = cap - POHMEL_HDR_SIZE,
 		.in_batch = in_batch,
+		/* a reply the reply cache keeps must be whole in out */
+		.rf = d && !(d->flags & F_SEQ) ? rf : NULL,
 	};
 	bool cached = false, redo = false;
 	uint32_t status;
@@ -196,6 +200,10 @@ static int run_one(struct conn *c, struct session *s, const struct msg *m,
 			req_bump(&r, r.gm[i].id);
 	if (status)
 		r.len = 0;
+	if (status && r.rf && r.rf->fd >= 0) {
+		close(r.rf->fd);
+		r.rf->fd = -1;
+	}
 	if (d->flags & F_SEQ && m->hdr.seq && r.s && !r.deferred)
 		session_seq_end(r.s, m->hdr.seq, status, r.out, r.len);
 	else if (d->flags & F_SEQ && m->hdr.seq && r.s)
@@ -504,7 +512,7 @@ static int do_batch(struct conn *c, struct session *s, const struct msg *m,
 			return DISPATCH_DROP;
 		}
 		run_one(c, s, im, perr, out + used, cap - used - reserve,
-			&ilen, true, true);
+			&ilen, true, true, NULL);
 		used += ilen;
 		off += POHMEL_HDR_SIZE + h.len;
 	}
@@ -517,12 +525,14 @@ static int do_batch(struct conn *c, struct session *s, const struct msg *m,
 
 static int dispatch_in(struct conn *c, struct session *s, bool may_wait,
 		       const uint8_t *raw, uint32_t rawlen, uint8_t *out,
-		       uint32_t cap, uint32_t *outlen)
+		       uint32_t cap, uint32_t *outlen, struct reply_file *rf)
 {
 	struct msg m;
 	int perr;
 
 	*outlen = 0;
+	if (rf)
+		rf->fd = -1;
 	perr = proto_parse(&m, raw, rawlen);
 	if (perr == PROTO_DROP)
 		return DISPATCH_DROP;
@@ -543,18 +553,31 @@ static int dispatch_in(struct conn *c, struct session *s, bool may_wait,
 			return do_batch(c, s, &m, out, cap, outlen);
 		break;
 	}
-	return run_one(c, s, &m, perr, out, cap, outlen, false, may_wait);
+	return run_one(c, s, &m, perr, out, cap, outlen, false, may_wait, rf);
 }
 
 int dispatch(struct conn *c, const uint8_t *raw, uint32_t rawlen,
 	     uint8_t *out, uint32_t cap, uint32_t *outlen)
 {
-	return dispatch_in(c, c->sess, false, raw, rawlen, out, cap, outlen);
+	return dispatch_in(c, c->sess, false, raw, rawlen, out, cap, outlen,
+			   NULL);
+}
+
+/*
+ * As dispatch; rf, if not NULL, may be set to bytes of a file that follow
+ * the reply (sent by outbox_reply_rf, which closes rf->fd).
+ */
+int dispatch_rf(struct conn *c, const uint8_t *raw, uint32_t rawlen,
+		uint8_t *out, uint32_t cap, uint32_t *outlen,
+		struct reply_file *rf)
+{
+	return dispatch_in(c, c->sess, false, raw, rawlen, out, cap, outlen,
+			   rf);
 }
 
 int dispatch_wait(struct conn *c, struct session *s, const uint8_t *raw,
 		  uint32_t rawlen, uint8_t *out, uint32_t cap,
-		  uint32_t *outlen)
+		  uint32_t *outlen, struct reply_file *rf)
 {
-	return dispatch_in(c, s, true, raw, rawlen, out, cap, outlen);
+	return dispatch_in(c, s, true, raw, rawlen, out, cap, outlen, rf);
 }

@@ -52,6 +52,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <sys/sendfile.h>
 #include <time.h>
 #include <unistd.h>
 #include "pohmeld.h"
@@ -410,14 +411,18 @@ int outbox_seal(struct conn *c, uint64_t alg, bool sign,
 	return err;
 }
 
-/* write_mu held: all of a reply, waiting for the socket as needed. */
-static int write_all(struct conn *c, const uint8_t *p, size_t len)
+/*
+ * write_mu held: all of a reply, waiting for the socket as needed; more:
+ * the bytes of a file follow (write_file).
+ */
+static int write_all(struct conn *c, const uint8_t *p, size_t len, bool more)
 {
 	ssize_t n;
 	int err;
 
 	while (len) {
-		n = send(c->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		n = send(c->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT |
+			 (more ? MSG_MORE : 0));
 		if (n > 0) {
 			p += n;
 			len -= (size_t)n;
@@ -438,6 +443,42 @@ static int write_all(struct conn *c, const uint8_t *p, size_t len)
 }
 
 /*
+ * write_mu held: the rest of a reply, from a file (struct reply_file).
+ * The file shrinking meanwhile (EOF before all of it) leaves a reply
+ * shorter than its header says: the connection is cut, and the client
+ * asks again on a new one.
+ */
+static int write_file(struct conn *c, const struct reply_file *rf)
+{
+	off_t off = (off_t)rf->off;
+	size_t left = rf->len;
+	ssize_t n;
+	int err;
+
+	while (left) {
+		n = sendfile(c->fd, rf->fd, &off, left);
+		if (n > 0) {
+			left -= (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			err = wait_writable(c);
+			if (err)
+				return err;
+			continue;
+		}
+		if (n == 0)
+			log_info("%s: file shorter than its READ reply (truncated meanwhile): connection closed, the client asks again",
+				 c->peer);
+		ob_kill(c, CUT_ERROR);
+		return EPIPE;
+	}
+	return 0;
+}
+
+/*
  * A reply, by one of c's own threads: waits for c's socket (only), and
  * while the outbox holds a message, only until its lease runs out. What
  * was queued goes first; what was pushed meanwhile follows as far as
@@ -445,6 +486,14 @@ static int write_all(struct conn *c, const uint8_t *p, size_t len)
  */
 int outbox_reply(struct conn *c, const void *buf, size_t len)
 {
+	return outbox_reply_rf(c, buf, len, NULL);
+}
+
+/* As outbox_reply, the bytes of rf (if fd >= 0) after it; closes rf->fd. */
+int outbox_reply_rf(struct conn *c, const void *buf, size_t len,
+		    struct reply_file *rf)
+{
+	bool file = rf && rf->fd >= 0;
 	struct outbox *ob = &c->ob;
 	unsigned int ahead;
 	uint8_t *rec = NULL;
@@ -477,9 +526,19 @@ int outbox_reply(struct conn *c, const void *buf, size_t len)
 	}
 	if (!err)
 		err = ob_flush_n(c, true, ahead);
+	if (!err && file && rec) {
+		ob_kill(c, CUT_ERROR);	/* a sealed reply is whole in buf */
+		err = EPIPE;
+	}
 	if (!err)
-		err = rec ? write_all(c, rec, len + REC_OVERHEAD) :
-			    write_all(c, buf, len);
+		err = rec ? write_all(c, rec, len + REC_OVERHEAD, false) :
+			    write_all(c, buf, len, file && rf->len);
+	if (!err && file)
+		err = write_file(c, rf);
+	if (file) {
+		close(rf->fd);
+		rf->fd = -1;
+	}
 	free(rec);
 	if (!err)
 		ob_flush(c, false);

@@ -176,6 +176,7 @@ struct stats {
 	atomic_ullong ops[POHMEL_OP_MAX];
 	atomic_ullong errors[POHMEL_OP_MAX];
 	atomic_ullong bytes_read;
+	atomic_ullong bytes_sendfile;	/* of bytes_read: sent by sendfile */
 	atomic_ullong bytes_written;
 	atomic_ullong conns_total;
 	atomic_int conns_now;
@@ -355,7 +356,20 @@ void outbox_setup(void);
 int outbox_init(struct outbox *ob);
 void outbox_fini(struct outbox *ob);
 int outbox_push(struct conn *c, const void *buf, size_t len);
+/*
+ * Bytes of a file that follow a reply on the wire, sent from the file by
+ * sendfile(2) (no copy through pohmeld): a READ's data on an unsealed
+ * connection. fd -1: none; else the sender closes fd.
+ */
+struct reply_file {
+	int fd;
+	uint64_t off;
+	uint32_t len;
+};
+
 int outbox_reply(struct conn *c, const void *buf, size_t len);
+int outbox_reply_rf(struct conn *c, const void *buf, size_t len,
+		    struct reply_file *rf);
 int outbox_poll(struct conn *c, int ms);
 int outbox_seal(struct conn *c, uint64_t alg, bool sign,
 		const uint8_t key[32], uint64_t ctr);
@@ -513,17 +527,21 @@ struct req {
 	int ngm;
 	struct grant_mark gm[GRANT_MARKS];
 	uint64_t since;		/* change_now() as grants_begin let r run */
+	struct reply_file *rf;	/* NULL: a READ's data goes in out */
 };
 enum { DISPATCH_OK = 0, DISPATCH_DROP = -1, DISPATCH_CLOSE = 1,
        DISPATCH_DEFER = 2 };
 int dispatch(struct conn *c, const uint8_t *raw, uint32_t rawlen,
 	     uint8_t *out, uint32_t cap, uint32_t *outlen);
+int dispatch_rf(struct conn *c, const uint8_t *raw, uint32_t rawlen,
+		uint8_t *out, uint32_t cap, uint32_t *outlen,
+		struct reply_file *rf);
 int auth_refused(struct conn *c, const char *why, uint8_t *out,
 		 uint32_t *outlen);
 /* On a worker thread: may wait for recalls; s is the worker's reference. */
 int dispatch_wait(struct conn *c, struct session *s, const uint8_t *raw,
 		  uint32_t rawlen, uint8_t *out, uint32_t cap,
-		  uint32_t *outlen);
+		  uint32_t *outlen, struct reply_file *rf);
 void reply_finish(struct req *r, uint32_t status, uint8_t *hdrp);
 bool req_bump(struct req *r, uint64_t id);
 

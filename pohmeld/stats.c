@@ -53,6 +53,8 @@ size_t stats_format(char *buf, size_t cap)
 	EMIT("grants %zu\n", holders);
 	EMIT("watches %zu\n", watched);
 	EMIT("bytes_read %llu\n", (unsigned long long)stats.bytes_read);
+	EMIT("bytes_sendfile %llu\n",
+	     (unsigned long long)stats.bytes_sendfile);
 	EMIT("bytes_written %llu\n",
 	     (unsigned long long)stats.bytes_written);
 	EMIT("protocol_errors %llu\n",

@@ -293,13 +293,7 @@ static struct pohmel_req *folios_write_req(struct inode *inode,
 	struct timespec64 mt, ct;
 	const struct cred *old = NULL;
 	struct pohmel_req *req;
-	struct bio_vec *bv;
-	struct iov_iter it;
 
-	bv = kmalloc_array(nr, sizeof(*bv), GFP_NOFS);
-	if (!bv)
-		return ERR_PTR(-ENOMEM);
-	folios_bvec(bv, folios, nr, ITER_SOURCE, len, &it);
 	if (POHMEL_SB(inode->i_sb)->opts.writeback &&
 	    (READ_ONCE(c->sess.features) & POHMEL_FEAT_IDRANGE)) {
 		mt = inode_get_mtime(inode);
@@ -309,11 +303,11 @@ static struct pohmel_req *folios_write_req(struct inode *inode,
 	}
 	if (h)
 		old = override_creds(h->cred);
-	req = pohmel_rpc_write_req(c, &POHMEL_I(inode)->oid, h ? h->handle : 0,
-				   pos, len, flags, mtp, ctp, &it);
+	req = pohmel_rpc_write_req_folios(c, &POHMEL_I(inode)->oid,
+					  h ? h->handle : 0, pos, len, flags,
+					  mtp, ctp, folios, nr);
 	if (h)
 		revert_creds(old);
-	kfree(bv);
 	return req;
 }
 

@@ -140,6 +140,7 @@ static inline struct timespec64 inode_set_atime_to_ts(struct inode *inode,
 #define folio_test_dirty		PageDirty
 #define folio_pos			page_offset
 #define folio_size(f)			PAGE_SIZE
+#define folio_nr_pages(f)		1
 #define folio_start_writeback		set_page_writeback
 #define folio_end_writeback		end_page_writeback
 #define folio_wait_stable		wait_for_stable_page
@@ -354,6 +355,49 @@ static void __maybe_unused fn##_void(struct vm_fault *vmf,		\
 #else
 #define pohmel_sk_no_task_frag(sk)	do { } while (0)
 #endif
+
+/*
+ * --- 6.5: pages sent by reference through sendmsg(MSG_SPLICE_PAGES),
+ * kernel_sendpage() gone. Either way the socket takes a reference of each
+ * page rather than a copy. Returns 0 once all @len bytes went, or -errno.
+ */
+#include <linux/net.h>
+static inline int pohmel_sock_send_pages(struct socket *sock,
+					 const struct bio_vec *bv,
+					 unsigned int nr, size_t len)
+{
+#ifdef HAVE_MSG_SPLICE_PAGES
+	struct msghdr msg = { .msg_flags = MSG_NOSIGNAL | MSG_SPLICE_PAGES };
+	int ret;
+
+	iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, bv, nr, len);
+	while (msg_data_left(&msg)) {
+		ret = sock_sendmsg(sock, &msg);
+		if (ret <= 0)
+			return ret ? ret : -EPIPE;
+	}
+	return 0;
+#else
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < nr && len; i++) {
+		size_t off = bv[i].bv_offset, n = min_t(size_t, bv[i].bv_len, len);
+
+		len -= n;
+		while (n) {
+			ret = kernel_sendpage(sock, bv[i].bv_page, off, n,
+					      MSG_NOSIGNAL |
+					      (len ? MSG_MORE | MSG_SENDPAGE_NOTLAST : 0));
+			if (ret <= 0)
+				return ret ? ret : -EPIPE;
+			off += ret;
+			n -= ret;
+		}
+	}
+	return 0;
+#endif
+}
 
 /* --- <linux/hex.h> split out of kernel.h --------------------------- */
 #ifdef HAVE_LINUX_HEX_H

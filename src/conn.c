@@ -45,10 +45,11 @@ static long idle_ping_jiffies(void)
 	return (long)clamp_t(unsigned int, READ_ONCE(idle_ping_s), 1, 3600) * HZ;
 }
 
-int pohmel_conn_send_all(struct socket *sock, const void *buf, size_t len)
+static int send_kvec(struct socket *sock, const void *buf, size_t len,
+		     int flags)
 {
 	struct kvec iov = { .iov_base = (void *)buf, .iov_len = len };
-	struct msghdr msg = { .msg_flags = MSG_NOSIGNAL };
+	struct msghdr msg = { .msg_flags = MSG_NOSIGNAL | flags };
 	int ret;
 
 	while (iov.iov_len) {
@@ -59,6 +60,27 @@ int pohmel_conn_send_all(struct socket *sock, const void *buf, size_t len)
 		iov.iov_len -= ret;
 	}
 	return 0;
+}
+
+int pohmel_conn_send_all(struct socket *sock, const void *buf, size_t len)
+{
+	return send_kvec(sock, buf, len, 0);
+}
+
+/* The start of a message whose pages follow (pohmel_conn_send_pages). */
+int pohmel_conn_send_more(struct socket *sock, const void *buf, size_t len)
+{
+	return send_kvec(sock, buf, len, MSG_MORE);
+}
+
+/*
+ * The pages that end a message, by reference: the socket's buffers hold
+ * the pages, not a copy. They are page cache pages under writeback until
+ * the reply comes, which the server sends only after reading them all.
+ */
+int pohmel_conn_send_pages(struct socket *sock, const struct pohmel_pages *pg)
+{
+	return pohmel_sock_send_pages(sock, pg->bv, pg->nr, pg->len);
 }
 
 int pohmel_conn_recv_all(struct socket *sock, void *buf, size_t len)
@@ -182,7 +204,8 @@ int pohmel_conn_send_req(struct pohmel_conn *c, struct pohmel_req *req)
 	lockdep_assert_held(&c->send_mutex);
 	h->tag = cpu_to_be32(req->tag);
 	h->seq = cpu_to_be64(req->seq);
-	err = pohmel_seal_send(c->seal, c->sock, req->sbuf, req->slen);
+	err = pohmel_seal_send(c->seal, c->sock, req->sbuf, req->slen,
+			       req->data.len ? &req->data : NULL);
 	if (err == -EKEYEXPIRED)
 		pr_info_ratelimited("%s (%pISpc): keys used up on this connection: reconnecting for new ones\n",
 				    c->name, &c->addr);
@@ -191,7 +214,10 @@ int pohmel_conn_send_req(struct pohmel_conn *c, struct pohmel_req *req)
 		kernel_sock_shutdown(c->sock, SHUT_RDWR);
 		return err;
 	}
-	atomic64_add(req->slen, &c->stats.bytes_sent);
+	atomic64_add(req->slen + req->data.len, &c->stats.bytes_sent);
+	/* unsealed, by reference; a record holds a copy (seal.c) */
+	if (!c->seal)
+		atomic64_add(req->data.len, &c->stats.bytes_sent_pages);
 	pr_debug("send op %u tag %u seq %llu len %u%s\n", req->op, req->tag,
 		 req->seq, req->slen, req->resent ? " (replay)" : "");
 	req->resent = true;

@@ -7,6 +7,7 @@
 #ifndef POHMEL_CONN_H
 #define POHMEL_CONN_H
 
+#include <linux/bvec.h>
 #include <linux/completion.h>
 #include <linux/kref.h>
 #include <linux/list.h>
@@ -17,6 +18,7 @@
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
 
+#include "compat.h"
 #include "pohmel_proto.h"
 #include "seal.h"
 
@@ -37,6 +39,16 @@ enum pohmel_req_state {
  * takes the request off the queue (the receive thread on a reply, a
  * canceller, or the shutdown path).
  */
+/*
+ * Pages a request sends after its buffer, a reference each while the
+ * request lives: page cache pages under writeback until the reply.
+ */
+struct pohmel_pages {
+	struct bio_vec *bv;
+	u32 nr;
+	u32 len;
+};
+
 struct pohmel_req {
 	struct kref ref;
 	struct list_head list;		/* conn->queue; conn->lock */
@@ -76,6 +88,11 @@ struct pohmel_req {
 	u8 *sbuf;
 	u32 slen;
 	u32 scap;
+	/*
+	 * A WRITE of page cache pages: its data, on the wire after sbuf
+	 * (counted in the header's len), sent from the pages themselves.
+	 */
+	struct pohmel_pages data;
 	bool overflow;			/* an encoder ran out of room */
 	/*
 	 * BATCH: its bn inner requests (ops bops[], tags 1..bn) take nseq
@@ -110,6 +127,7 @@ struct pohmel_conn_stats {
 	atomic_t in_flight;		/* queued or sent, not ended */
 	atomic64_t in_flight_max;	/* the most in_flight has been */
 	atomic64_t bytes_recv_direct;	/* READ data received into pages */
+	atomic64_t bytes_sent_pages;	/* WRITE data sent from pages */
 	atomic64_t round_trips;
 	atomic64_t bytes_sent;
 	atomic64_t bytes_recv;
@@ -354,6 +372,8 @@ int pohmel_conn_call_async(struct pohmel_conn *c, struct pohmel_req *req);
 int pohmel_conn_submit(struct pohmel_conn *c, struct pohmel_req *req);
 bool pohmel_conn_take_back(struct pohmel_conn *c, struct pohmel_req *req);
 int pohmel_conn_send_all(struct socket *sock, const void *buf, size_t len);
+int pohmel_conn_send_more(struct socket *sock, const void *buf, size_t len);
+int pohmel_conn_send_pages(struct socket *sock, const struct pohmel_pages *pg);
 int pohmel_conn_recv_all(struct socket *sock, void *buf, size_t len);
 int pohmel_conn_recv_msg(struct socket *sock, void *buf, size_t len,
 			 bool patient);
@@ -372,6 +392,8 @@ void *pohmel_req_append(struct pohmel_req *req, u32 len);
 int pohmel_req_append_name(struct pohmel_req *req, const char *name,
 			   u32 len);
 void pohmel_req_set_hdr(struct pohmel_req *req);
+int pohmel_req_attach_folios(struct pohmel_req *req, struct folio **folios,
+			     unsigned int nr, u32 len);
 void pohmel_batch_set_seqs(struct pohmel_req *req);
 int pohmel_check_hdr(const struct pohmel_hdr *h, u32 max_msg);
 int pohmel_check_reply(const struct pohmel_req *req, const u8 *p, u32 len);

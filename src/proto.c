@@ -44,6 +44,11 @@ static void pohmel_req_release(struct kref *ref)
 {
 	struct pohmel_req *req = container_of(ref, struct pohmel_req, ref);
 
+	u32 i;
+
+	for (i = 0; i < req->data.nr; i++)
+		put_page(req->data.bv[i].bv_page);
+	kfree(req->data.bv);
 	kvfree(req->rbuf);
 	kvfree(req->sbuf);
 	kfree(req->bops);
@@ -176,7 +181,39 @@ void pohmel_req_set_hdr(struct pohmel_req *req)
 {
 	struct pohmel_hdr *h = (struct pohmel_hdr *)req->sbuf;
 
-	h->len = cpu_to_be32(req->slen - POHMEL_HDR_SIZE);
+	h->len = cpu_to_be32(req->slen - POHMEL_HDR_SIZE + req->data.len);
+}
+
+/*
+ * @len bytes of @nr folios as the request's data, sent from the pages
+ * (no copy into sbuf); each page is referenced until the request goes.
+ */
+int pohmel_req_attach_folios(struct pohmel_req *req, struct folio **folios,
+			     unsigned int nr, u32 len)
+{
+	unsigned int i, n = 0, pages = 0;
+	struct bio_vec *bv;
+	u32 left = len;
+	long j;
+
+	for (i = 0; i < nr; i++)
+		pages += folio_nr_pages(folios[i]);
+	bv = kmalloc_array(pages, sizeof(*bv), GFP_NOFS);
+	if (!bv)
+		return -ENOMEM;
+	for (i = 0; i < nr && left; i++) {
+		for (j = 0; j < folio_nr_pages(folios[i]) && left; j++) {
+			bv[n].bv_page = folio_page(folios[i], j);
+			bv[n].bv_offset = 0;
+			bv[n].bv_len = min_t(u32, left, PAGE_SIZE);
+			get_page(bv[n].bv_page);
+			left -= bv[n++].bv_len;
+		}
+	}
+	req->data.bv = bv;
+	req->data.nr = n;
+	req->data.len = len - left;
+	return left ? -EINVAL : 0;
 }
 
 /* A header from the server: framing checks common to every message. */

@@ -362,7 +362,7 @@ struct pohmel_req *pohmel_rpc_batch(struct pohmel_conn *c,
 	for (i = 0; i < n; i++) {
 		struct pohmel_hdr *h = pohmel_req_append(req, in[i]->slen);
 
-		if (WARN_ON_ONCE(!in[i]->needs_seq) || !h) {
+		if (WARN_ON_ONCE(!in[i]->needs_seq || in[i]->data.len) || !h) {
 			err = -EINVAL;
 			goto put;
 		}

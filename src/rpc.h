@@ -10,6 +10,8 @@
 #include <linux/time64.h>
 #include <linux/types.h>
 
+#include "compat.h"
+
 struct pohmel_conn;
 struct iov_iter;
 
@@ -167,6 +169,14 @@ struct pohmel_req *pohmel_rpc_write_req(struct pohmel_conn *c,
 					u32 flags, const struct timespec64 *mt,
 					const struct timespec64 *ct,
 					struct iov_iter *from);
+struct pohmel_req *pohmel_rpc_write_req_folios(struct pohmel_conn *c,
+					       const struct pohmel_foid *oid,
+					       u64 handle, u64 off, u32 count,
+					       u32 flags,
+					       const struct timespec64 *mt,
+					       const struct timespec64 *ct,
+					       struct folio **folios,
+					       unsigned int nr);
 ssize_t pohmel_rpc_write_done(struct pohmel_req *req, struct pohmel_fattr *fa);
 ssize_t pohmel_rpc_write_call(struct pohmel_conn *c, struct pohmel_req *req,
 			      struct pohmel_fattr *fa);

@@ -165,6 +165,29 @@ ssize_t pohmel_rpc_write(struct pohmel_conn *c, const struct pohmel_foid *oid,
  * (POHMEL_IO_TIMES), the times the client showed. Built under the
  * caller's credentials. Returns the request or an ERR_PTR.
  */
+static struct pohmel_req *write_head(struct pohmel_conn *c,
+				     const struct pohmel_foid *oid, u64 handle,
+				     u64 off, u32 count, u32 flags,
+				     const struct timespec64 *mt,
+				     const struct timespec64 *ct, u32 room)
+{
+	struct pohmel_req *req;
+
+	if (mt && ct)
+		flags |= POHMEL_IO_TIMES;
+	req = io_req(c, POHMEL_OP_WRITE, oid, handle, off, count, flags,
+		     room + 2 * sizeof(struct pohmel_time));
+	if (req && mt && ct) {
+		struct pohmel_time *w = pohmel_req_append(req, 2 * sizeof(*w));
+
+		if (w) {
+			put_time(&w[0], mt);
+			put_time(&w[1], ct);
+		}
+	}
+	return req;
+}
+
 struct pohmel_req *pohmel_rpc_write_req(struct pohmel_conn *c,
 					const struct pohmel_foid *oid,
 					u64 handle, u64 off, u32 count,
@@ -175,24 +198,41 @@ struct pohmel_req *pohmel_rpc_write_req(struct pohmel_conn *c,
 	struct pohmel_req *req;
 	void *data;
 
-	if (mt && ct)
-		flags |= POHMEL_IO_TIMES;
-	req = io_req(c, POHMEL_OP_WRITE, oid, handle, off, count, flags,
-		     count + 2 * sizeof(struct pohmel_time));
+	req = write_head(c, oid, handle, off, count, flags, mt, ct, count);
 	if (!req)
 		return ERR_PTR(-ENOMEM);
-	if (mt && ct) {
-		struct pohmel_time *w = pohmel_req_append(req, 2 * sizeof(*w));
-
-		if (w) {
-			put_time(&w[0], mt);
-			put_time(&w[1], ct);
-		}
-	}
 	data = pohmel_req_append(req, count);
 	if (data && copy_from_iter(data, count, from) != count) {
 		pohmel_req_put(req);
 		return ERR_PTR(-EFAULT);
+	}
+	return req;
+}
+
+/*
+ * As pohmel_rpc_write_req, the data being @count bytes of @nr page cache
+ * folios under writeback: sent from the pages (pohmel_req_attach_folios),
+ * by reference where the socket can, not copied into the request.
+ */
+struct pohmel_req *pohmel_rpc_write_req_folios(struct pohmel_conn *c,
+					       const struct pohmel_foid *oid,
+					       u64 handle, u64 off, u32 count,
+					       u32 flags,
+					       const struct timespec64 *mt,
+					       const struct timespec64 *ct,
+					       struct folio **folios,
+					       unsigned int nr)
+{
+	struct pohmel_req *req;
+	int err;
+
+	req = write_head(c, oid, handle, off, count, flags, mt, ct, 0);
+	if (!req)
+		return ERR_PTR(-ENOMEM);
+	err = pohmel_req_attach_folios(req, folios, nr, count);
+	if (err) {
+		pohmel_req_put(req);
+		return ERR_PTR(err);
 	}
 	return req;
 }

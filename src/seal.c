@@ -241,16 +241,26 @@ static void outer_hdr(void *buf, u32 n)
 }
 
 /* Make @msg (a whole message) the next record in the tx buffer. */
-static int seal_encode(struct pohmel_seal *s, const void *msg, u32 len)
+static int seal_encode(struct pohmel_seal *s, const void *msg, u32 len,
+		       const struct pohmel_pages *pg)
 {
+	u32 plen = pg ? pg->len : 0, n = len + plen;
 	struct seal_dir *d = &s->tx;
+	struct iov_iter it;
 
-	if (len < POHMEL_HDR_SIZE ||
-	    len > s->cap - POHMEL_HDR_SIZE - POHMEL_TAG_LEN)
+	if (len < POHMEL_HDR_SIZE || n < len ||
+	    n > s->cap - POHMEL_HDR_SIZE - POHMEL_TAG_LEN)
 		return -EMSGSIZE;
-	outer_hdr(d->buf, len);
+	outer_hdr(d->buf, n);
 	memcpy(d->buf + POHMEL_HDR_SIZE, msg, len);
-	return dir_crypt(d, s->sign, len, true);
+	if (plen) {
+		/* the record is sealed in place: the pages' bytes go in it */
+		iov_iter_bvec(&it, ITER_SOURCE, pg->bv, pg->nr, plen);
+		if (copy_from_iter(d->buf + POHMEL_HDR_SIZE + len, plen,
+				   &it) != plen)
+			return -EFAULT;
+	}
+	return dir_crypt(d, s->sign, n, true);
 }
 
 /*
@@ -288,19 +298,26 @@ static int outer_ok(const struct pohmel_hdr *o, u32 max_msg)
 	return 0;
 }
 
-/* Send one whole message (header and payload) on @sock as a record. */
+/*
+ * Send one whole message (header and payload, then @pg's bytes if any)
+ * on @sock as a record; unsealed, the pages go by reference.
+ */
 int pohmel_seal_send(struct pohmel_seal *s, struct socket *sock,
-		     const void *msg, u32 len)
+		     const void *msg, u32 len, const struct pohmel_pages *pg)
 {
 	int err;
 
+	if (!s && pg && pg->len) {
+		err = pohmel_conn_send_more(sock, msg, len);
+		return err ?: pohmel_conn_send_pages(sock, pg);
+	}
 	if (!s)
 		return pohmel_conn_send_all(sock, msg, len);
-	err = seal_encode(s, msg, len);
+	err = seal_encode(s, msg, len, pg);
 	if (err)
 		return err;
-	return pohmel_conn_send_all(sock, s->tx.buf,
-				    POHMEL_HDR_SIZE + len + POHMEL_TAG_LEN);
+	return pohmel_conn_send_all(sock, s->tx.buf, POHMEL_HDR_SIZE + len +
+				    (pg ? pg->len : 0) + POHMEL_TAG_LEN);
 }
 
 /*
@@ -410,7 +427,7 @@ const u8 *pohmel_seal_test_encode(struct pohmel_seal *s, u64 ctr,
 				  const void *msg, u32 len)
 {
 	s->tx.ctr = ctr;
-	return seal_encode(s, msg, len) ? NULL : s->tx.buf;
+	return seal_encode(s, msg, len, NULL) ? NULL : s->tx.buf;
 }
 
 /* Open @rec as record number @ctr; the inner message into *@inner. */

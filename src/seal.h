@@ -42,8 +42,9 @@ const char *pohmel_seal_name(u64 features);
 struct pohmel_seal *pohmel_seal_new(u64 features, const u8 k_tx[32],
 				    const u8 k_rx[32], u32 max_msg);
 void pohmel_seal_free(struct pohmel_seal *s);
+struct pohmel_pages;
 int pohmel_seal_send(struct pohmel_seal *s, struct socket *sock,
-		     const void *msg, u32 len);
+		     const void *msg, u32 len, const struct pohmel_pages *pg);
 int pohmel_seal_recv(struct pohmel_seal *s, struct socket *sock,
 		     struct pohmel_hdr *h, u8 **payload, u32 max_msg,
 		     bool patient);

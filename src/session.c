@@ -276,7 +276,7 @@ int pohmel_session_handshake(struct pohmel_conn *c, struct socket *sock,
 			goto out_keys;
 		}
 	}
-	err = pohmel_seal_send(seal, sock, auth, sizeof(auth));
+	err = pohmel_seal_send(seal, sock, auth, sizeof(auth), NULL);
 	if (err)
 		goto out_seal;
 	err = recv_auth(c, sock, seal);

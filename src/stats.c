@@ -60,7 +60,7 @@ void pohmel_stats_req_end(struct pohmel_conn_stats *cs,
 	atomic64_inc(&o->done);
 	if (err)
 		atomic64_inc(&o->errors);
-	atomic64_add(req->slen, &o->bytes_sent);
+	atomic64_add(req->slen + req->data.len, &o->bytes_sent);
 	if (!err)
 		atomic64_add(req->rlen + req->direct, &o->bytes_recv);
 	atomic64_add(ns, &o->exec_ns);
@@ -87,6 +87,7 @@ int pohmel_show_stats(struct seq_file *m, struct dentry *root)
 	S("bytes_sent", &cs->bytes_sent);
 	S("bytes_recv", &cs->bytes_recv);
 	S("bytes_recv_direct", &cs->bytes_recv_direct);
+	S("bytes_sent_pages", &cs->bytes_sent_pages);
 	S("in_flight_max", &cs->in_flight_max);
 	S("reconnects", &cs->reconnects);
 	S("replays", &cs->replays);

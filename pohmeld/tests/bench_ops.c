@@ -18,7 +18,7 @@
 #include "integ_lib.h"
 
 enum kind { K_GETATTR, K_LOOKUP, K_CREATE_UNLINK, K_CREATE_UNLINK_HELD,
-	    K_WRITE4K, K_READ4K, K_READDIR, K_NKINDS };
+	    K_WRITE4K, K_READ4K, K_WRITE1M, K_READ1M, K_READDIR, K_NKINDS };
 
 static const char *const kind_name[K_NKINDS] = {
 	[K_GETATTR]		= "getattr",
@@ -27,6 +27,8 @@ static const char *const kind_name[K_NKINDS] = {
 	[K_CREATE_UNLINK_HELD]	= "create+unlink, directory held",
 	[K_WRITE4K]		= "write 4 KiB",
 	[K_READ4K]		= "read 4 KiB",
+	[K_WRITE1M]		= "write 1 MiB",
+	[K_READ1M]		= "read 1 MiB",
 	[K_READDIR]		= "readdir (64 entries)",
 };
 
@@ -61,6 +63,7 @@ static int one_op(struct worker *w, struct pc *c, const struct wattr *d,
 		  const struct wattr *f, uint64_t h, unsigned long i)
 {
 	static const uint8_t zero[4096];
+	static __thread uint8_t big[1 << 20];
 	uint8_t buf[4096];
 	unsigned long n = 0;
 	struct wattr a;
@@ -85,6 +88,12 @@ static int one_op(struct worker *w, struct pc *c, const struct wattr *d,
 	case K_READ4K:
 		return pc_read(c, &f->oid, h, (i % 256) * 4096, buf,
 			       sizeof(buf), &got);
+	case K_WRITE1M:
+		return pc_write(c, &f->oid, h, (i % 16) << 20, big, sizeof(big),
+				0, &got);
+	case K_READ1M:
+		return pc_read(c, &f->oid, h, (i % 16) << 20, big, sizeof(big),
+			       &got);
 	case K_READDIR:
 		err = pc_readdir_all(c, &d->oid, count_ent, &n);
 		return err ? err : (n >= 64 ? 0 : -EIO);
@@ -133,8 +142,10 @@ static void *run_worker(void *arg)
 		       &f, NULL);
 	if (!err)
 		err = pc_open(&c, &f.oid, POHMEL_OPEN_ALL, &h, &f);
-	if (!err)
-		err = pc_write(&c, &f.oid, h, 0, block, sizeof(block), 0, &got);
+	/* the 1 MiB kinds use 16 MiB of the file, the others its first */
+	for (i = 0; !err && i < (w->kind == K_READ1M ? 16 : 1); i++)
+		err = pc_write(&c, &f.oid, h, i << 20, block, sizeof(block), 0,
+			       &got);
 	for (i = 0; !err && w->kind == K_READDIR && i < 63; i++) {
 		snprintf(name, sizeof(name), "e%lu", i);
 		err = pc_mkobj(&c, POHMEL_OP_CREATE, &d.oid, name, 0644, 0, 0,

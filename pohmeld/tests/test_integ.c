@@ -227,6 +227,7 @@ static void t_io(void)
 	uint8_t *data = malloc(POHMEL_MAX_DATA), *back = malloc(POHMEL_MAX_DATA);
 	struct wattr f;
 	uint32_t n, got;
+	long sf;
 	struct stat st;
 
 	getrandom(data, POHMEL_MAX_DATA, 0);
@@ -234,14 +235,24 @@ static void t_io(void)
 		       &f, NULL) == 0, "CREATE big");
 	CHECK(pc_write(&c, &f.oid, 0, 0, data, POHMEL_MAX_DATA, 0, &n) == 0 &&
 	      n == POHMEL_MAX_DATA, "WRITE 1 MiB");
+	sf = srv_stat(&c, "bytes_sendfile");
 	CHECK(pc_read(&c, &f.oid, 0, 0, back, POHMEL_MAX_DATA, &got) == 0 &&
 	      got == POHMEL_MAX_DATA && !memcmp(data, back, got),
 	      "READ 1 MiB back, same bytes");
+	CHECK(sf >= 0 && srv_stat(&c, "bytes_sendfile") == sf + POHMEL_MAX_DATA,
+	      "unsealed READ of 1 MiB: its data sent by sendfile");
 	CHECK(pc_write(&c, &f.oid, 0, 3ULL << 30, "tail", 4, POHMEL_IO_STABLE,
 		       &n) == 0 && n == 4 && lstat_rel("big", &st) == 0 &&
 	      st.st_size == (3LL << 30) + 4, "WRITE STABLE at 3 GiB (sparse)");
 	CHECK(pc_read(&c, &f.oid, 0, (3ULL << 30) + 2, back, 100, &got) == 0 &&
 	      got == 2 && !memcmp(back, "il", 2), "short READ at EOF");
+	sf = srv_stat(&c, "bytes_sendfile");
+	memset(back, 1, 65536);
+	CHECK(pc_read(&c, &f.oid, 0, (3ULL << 30) - 40000, back, 65536,
+		      &got) == 0 && got == 40004 && !back[0] &&
+	      !memcmp(back, back + 1, 39999) && !memcmp(back + 40000, "tail", 4) &&
+	      srv_stat(&c, "bytes_sendfile") == sf + 40004,
+	      "64 KiB READ across EOF by sendfile: the 40004 bytes left");
 	CHECK(pc_read(&c, &f.oid, 0, 4ULL << 30, back, 100, &got) == 0 &&
 	      got == 0, "READ past EOF returns 0 bytes");
 	CHECK(pc_fsync(&c, &f.oid, 0, 0) == 0 &&

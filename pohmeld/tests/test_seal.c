@@ -100,6 +100,7 @@ static void t_negotiate(void)
 		data[i] = (uint8_t)(i * 7);
 	CHECK(pc_ping(&c) == 0, "sealed PING");
 	{
+		unsigned long long sf = stat_of(&s_none, "bytes_sendfile");
 		struct wattr f, d;
 		uint8_t back[sizeof(data)];
 
@@ -110,6 +111,9 @@ static void t_negotiate(void)
 		      pc_read(&c, &f.oid, 0, 0, back, sizeof(back), &got) == 0 &&
 		      got == sizeof(back) && !memcmp(back, data, sizeof(data)),
 		      "sealed create, 100 kB write and read back");
+		/* a record is sealed whole: its data cannot be sendfile's */
+		CHECK(stat_of(&s_none, "bytes_sendfile") == sf,
+		      "sealed READ: no bytes sent by sendfile");
 	}
 	pc_bye(&c);
 	pc_disconnect(&c);

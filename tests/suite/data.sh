@@ -3,11 +3,15 @@
 # once, by mount 1's counters (/proc/self/mountstats) on a fresh mount.
 #   writeback: a file written and fsync'd goes out in WRITEs of up to
 #     wsize, at least 2 of them in flight at once (in_flight_max), and is
-#     whole in the export;
+#     whole in the export; on an unsealed mount the WRITEs' data goes from
+#     the page cache by reference (bytes_sent_pages: all of it), on a
+#     sealed or signed one none does (the record holds a copy);
 #   readahead: a cold sequential read of it sends READs that nobody waits
 #     for: at least 2 in flight at once, their data received straight
 #     into the page cache (bytes_recv_direct: at least half the file), the
-#     bytes those that were written; the same through mmap;
+#     bytes those that were written; the same through mmap; pohmeld sends
+#     the data of an unsealed mount's READs by sendfile (its stats'
+#     bytes_sendfile: at least half the file), of a sealed one's not;
 #   the same file read while mount 2 rewrites part of it: the reader sees
 #     mount 2's bytes once its write returned (readahead racing a recall);
 #   O_DIRECT: a write and a read of 8 MiB in one call each keep 2 or more
@@ -38,6 +42,10 @@ fresh() {
 	remount_mnt1 >"$scratch/remount.log" 2>&1 || { cat "$scratch/remount.log"; return 1; }
 }
 st() { mstat "$m1" "$1"; }
+srv() { pohmel 127.0.0.1 stats | awk -v k="$1" '$1 == k { print $2 }'; }
+# mount 1's sec= (/proc/mounts): none moves data by reference both ways
+sec=$(awk -v m="$m1" '$2 == m { n = split($4, o, ","); for (i = 1; i <= n; i++) if (o[i] ~ /^sec=/) print substr(o[i], 5) }' /proc/mounts)
+diag "mount 1: sec=${sec:-?}"
 
 # --- writeback -----------------------------------------------------------
 if ! fresh; then
@@ -46,11 +54,12 @@ if ! fresh; then
 	tap_finish
 	exit
 fi
-w0=$(st op:write)
+w0=$(st op:write) p0=$(st bytes_sent_pages)
 dd if="$src" of="$w1/seq" bs=1M conv=fsync status=none 2>"$scratch/dd.err"
 rc=$?
 w=$(( $(st op:write) - w0 )) inflight=$(st in_flight_max)
-diag "$mb MiB written and fsync'd: $w WRITEs, in_flight_max $inflight"
+pages=$(( $(st bytes_sent_pages) - p0 ))
+diag "$mb MiB written and fsync'd: $w WRITEs, in_flight_max $inflight, $pages bytes sent from pages"
 if [ $rc = 0 ] && cmp -s "$src" "$ex/seq"; then
 	pass "data: $mb MiB written through mount 1 and fsync'd are the same bytes in the export"
 else
@@ -62,6 +71,13 @@ if [ "$w" -ge "$mb" ] && [ "$inflight" -ge 2 ]; then
 else
 	fail "data: writeback sent $w WRITEs (at most 1 MiB each), $inflight requests in flight at once (2 or more expected)"
 fi
+if [ "$sec" = none ]; then
+	check "data: sec=none: the WRITEs' data went from the page cache by reference ($pages bytes)" \
+		[ "$pages" -ge $((mb << 20)) ]
+else
+	check "data: sec=$sec: no WRITE data sent by reference, the records hold it ($pages bytes)" \
+		[ "$pages" -eq 0 ]
+fi
 
 # --- readahead -----------------------------------------------------------
 if ! fresh; then
@@ -69,7 +85,7 @@ if ! fresh; then
 	tap_finish
 	exit
 fi
-r0=$(st op:read) d0=$(st bytes_recv_direct)
+r0=$(st op:read) d0=$(st bytes_recv_direct) sf0=$(srv bytes_sendfile)
 if cmp -s "$src" "$w1/seq"; then
 	pass "data: a cold sequential read of $mb MiB through mount 1 reads what was written"
 else
@@ -87,6 +103,14 @@ if [ "$direct" -ge $((mb << 19)) ]; then
 	pass "data: $direct of $((mb << 20)) bytes went from the socket straight into the page cache"
 else
 	fail "data: $direct of $((mb << 20)) bytes went from the socket straight into the page cache (half or more expected)"
+fi
+sf=$(( $(srv bytes_sendfile) - ${sf0:-0} ))
+if [ "$sec" = none ]; then
+	check "data: sec=none: pohmeld sent $sf bytes of the READs by sendfile (half the file or more)" \
+		[ "$sf" -ge $((mb << 19)) ]
+else
+	check "data: sec=$sec: pohmeld sent no READ data by sendfile, the records hold it ($sf bytes)" \
+		[ "$sf" -eq 0 ]
 fi
 
 # mmap: page faults read ahead the same way
