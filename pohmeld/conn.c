@@ -7,7 +7,7 @@
  * RECALL, a waiting LOCK granted by another client's unlock) are pushed
  * to the connection's outbox (outbox.c), which this thread drains while
  * it waits for input: only the connection's own threads (this one and
- * its worker, below) ever wait on its socket.
+ * its workers, conn_work.c) ever wait on its socket.
  *
  * Memory per connection: a receive and a send buffer of the negotiated
  * max_msg (at most POHMEL_MAX_MSG, 1 MiB + 4 KiB, each; only pages a
@@ -38,7 +38,6 @@
 #include "pohmeld.h"
 
 #define PRE_HELLO_MAX	4096
-#define THREAD_STACK	(256 * 1024)
 
 /* Log lines a client can cause at will (log.c: log_limited). */
 static struct ratelimit rl_max = RATELIMIT_INIT;
@@ -158,7 +157,7 @@ int conn_init_struct(struct conn *c, int fd, struct policy *pol)
 	c->pol = pol;
 	atomic_fetch_add(&pol->refs, 1);
 	atomic_init(&c->refs, 1);
-	pthread_mutex_init(&c->defer_mu, NULL);
+	conn_work_init(c);
 	c->state = CONN_NEW;
 	c->max_msg = PRE_HELLO_MAX;
 	return 0;
@@ -178,7 +177,7 @@ void conn_put(struct conn *c)
 	memset(c->k_c2s, 0, sizeof(c->k_c2s));
 	memset(c->k_s2c, 0, sizeof(c->k_s2c));
 	close(c->fd);
-	pthread_mutex_destroy(&c->defer_mu);
+	conn_work_fini(c);
 	policy_put(c->pol);
 	free(c);
 }
@@ -259,9 +258,6 @@ static void trim(uint8_t *buf)
 		madvise((void *)start, end - start, MADV_DONTNEED);
 }
 
-static bool must_queue(struct conn *c, const uint8_t *raw, uint32_t len,
-		       struct order *o);
-
 /*
  * The client closed after our HELLO reply without sending AUTH: it
  * could not verify our mac_s (it holds another key under that name, or
@@ -287,7 +283,6 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 	for (;;) {
 		struct reply_file rf = { .fd = -1 }, *rfp;
 		uint32_t outlen = 0, mlen;
-		struct order ord;
 		const uint8_t *msg;
 		struct whdr h;
 		int ret;
@@ -313,7 +308,7 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 		/* a sealed reply is one record: the data goes in it */
 		rfp = c->sealed ? NULL : &rf;
 		if (h.op != POHMEL_OP_RECALL_ACK && c->state == CONN_AUTHED &&
-		    must_queue(c, msg, mlen, &ord))
+		    conn_must_queue(c, msg, mlen, &h))
 			ret = DISPATCH_DEFER;
 		else
 			ret = dispatch_rf(c, msg, mlen, tx,
@@ -344,258 +339,14 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 	}
 }
 
-/*
- * A request that waits for RECALL acks runs on the connection's worker
- * thread, so that the connection's own thread goes on reading (acks
- * included). Once a request is deferred, a later request of the
- * connection that names a common object (order.c) queues behind it and
- * the worker runs them in order; the others run at once. RECALL_ACK never
- * queues.
- * Replies go out through outbox_reply like any other. After the connection
- * closed, queued requests are dropped unexecuted (a client replays them).
- */
-struct work {
-	struct work *next;		/* c->dq, under c->defer_mu */
-	struct order ord;		/* what later requests wait for */
-	uint32_t len;
-	uint8_t raw[];
-};
-
-struct worker {
-	struct conn *c;			/* a reference */
-	struct session *s;		/* a reference */
-};
-
-/*
- * The queue is bounded (issue 14 item 5): a client that pipelines
- * requests behind one that waits for a recall must not make pohmeld
- * copy them all (300 x 1 MiB WRITEs: 300 MiB). Past DQ_MAX_REQS queued
- * requests or DQ_MAX_BYTES of them, the connection's thread keeps the
- * next request in its receive buffer and waits (drain_cv) until the
- * worker has taken enough off the queue; meanwhile it does not read the
- * socket, so the client is held back by TCP's flow control.
- *
- * Why this cannot deadlock: the reader waits only while its worker runs
- * a non-empty queue, and the worker never waits for its own
- * connection's reader. What a queued request can wait for is (1) the
- * RECALL_ACKs of *other* connections (grants_begin never recalls the
- * requester's own connection), each wait ending at the latest when the
- * holder's lease (grant-lease) runs out and its grant is revoked
- * anyway; (2) the client reading its replies (its own doing, as for
- * any request); (3) a reply-cache slot busy with a request that is
- * executing (a parked LOCK WAIT holds none: dispatch.c). So the queue
- * drains in bounded time and the reader resumes. The price: while it
- * waits, the reader does not see this client's RECALL_ACKs either, and
- * a request of another connection that recalled this client's grant
- * may wait out the lease (two clients doing this to each other both do,
- * then both proceed) - bounded, never stuck, and only for clients that
- * pipeline megabytes behind a recall. Reading on and keeping only the
- * acks is impossible: the stream is ordered, an ack behind a request
- * can only be read after that request has been stored somewhere.
- */
-#define DQ_MAX_REQS	64
-#define DQ_MAX_BYTES	(8U << 20)
-
-static pthread_mutex_t drain_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t drain_cv = PTHREAD_COND_INITIALIZER;
-static int drain_waiters;		/* under drain_mu */
-
-/* defer_mu held: may one more request of len bytes be queued? */
-static bool dq_room(struct conn *c, uint32_t len)
+/* A worker thread (conn_work.c) started or ended: conns_shutdown waits. */
+void conns_worker_count(int delta)
 {
-	const struct work *w;
-	size_t bytes = len;
-	int n = 0;
-
-	if (!c->dq_running)
-		return true;		/* the request starts a worker */
-	for (w = c->dq_head; w; w = w->next) {
-		n++;
-		bytes += w->len;
-	}
-	return !n || (n < DQ_MAX_REQS && bytes <= DQ_MAX_BYTES);
-}
-
-/* The connection's thread: wait until its queue has room for len. */
-static void dq_wait_room(struct conn *c, uint32_t len)
-{
-	bool room;
-
-	pthread_mutex_lock(&drain_mu);
-	for (;;) {
-		pthread_mutex_lock(&c->defer_mu);
-		room = dq_room(c, len);
-		pthread_mutex_unlock(&c->defer_mu);
-		if (room)
-			break;
-		drain_waiters++;
-		pthread_cond_wait(&drain_cv, &drain_mu);
-		drain_waiters--;
-	}
-	pthread_mutex_unlock(&drain_mu);
-}
-
-/* The worker took a request off c's queue (defer_mu not held). */
-static void dq_drained(void)
-{
-	pthread_mutex_lock(&drain_mu);
-	if (drain_waiters)
-		pthread_cond_broadcast(&drain_cv);
-	pthread_mutex_unlock(&drain_mu);
-}
-
-static void *work_thread(void *arg)
-{
-	struct worker *wk = arg;
-	struct conn *c = wk->c;
-	uint32_t cap = POHMEL_HDR_SIZE + c->max_msg, outlen;
-	uint8_t *tx = malloc(cap);
-	struct reply_file rf;
-	struct work *w;
-	int ret;
-
-	log_set_client(c->peer, c->keyname);
-	for (;;) {
-		pthread_mutex_lock(&c->defer_mu);
-		w = c->dq_head;
-		if (w) {
-			c->dq_head = w->next;
-			if (!c->dq_head)
-				c->dq_tail = NULL;
-		} else {
-			c->dq_running = false;
-		}
-		c->dq_cur = w;
-		pthread_mutex_unlock(&c->defer_mu);
-		dq_drained();
-		if (!w)
-			break;
-		outlen = 0;
-		ret = DISPATCH_OK;
-		if (!tx)
-			ret = DISPATCH_DROP;	/* the client replays */
-		rf.fd = -1;
-		if (tx && !atomic_load(&c->gone))
-			ret = dispatch_wait(c, wk->s, w->raw, w->len, tx, cap,
-					    &outlen, c->sealed ? NULL : &rf);
-		if (ret == DISPATCH_DROP)
-			stats.proto_errors++;
-		else if (outlen)
-			outbox_reply_rf(c, tx, outlen, &rf);
-		if (rf.fd >= 0)
-			close(rf.fd);
-		if (ret == DISPATCH_DROP || ret == DISPATCH_CLOSE)
-			shutdown(c->fd, SHUT_RDWR);	/* BYE, bad message */
-		pthread_mutex_lock(&c->defer_mu);
-		c->dq_cur = NULL;
-		pthread_mutex_unlock(&c->defer_mu);
-		free(w);
-	}
-	free(tx);
-	session_unref(wk->s);
-	conn_put(c);
-	free(wk);
 	pthread_mutex_lock(&conns_mu);
-	nworkers--;
-	pthread_cond_broadcast(&conns_cv);
+	nworkers += delta;
+	if (delta < 0)
+		pthread_cond_broadcast(&conns_cv);
 	pthread_mutex_unlock(&conns_mu);
-	return NULL;
-}
-
-/*
- * A request queues behind the worker's if it must keep its order with
- * the one running or one queued (order.c); else it runs now, on the
- * connection's thread. RECALL_ACK never queues (the caller's test).
- * *o is what it orders with, set when it must queue.
- */
-static bool must_queue(struct conn *c, const uint8_t *raw, uint32_t len,
-		       struct order *o)
-{
-	struct work *w;
-	bool q;
-
-	pthread_mutex_lock(&c->defer_mu);
-	q = c->dq_running;
-	pthread_mutex_unlock(&c->defer_mu);
-	if (!q)
-		return false;
-	order_of(raw, len, c->max_msg, o);
-	pthread_mutex_lock(&c->defer_mu);
-	q = c->dq_running && c->dq_cur && order_overlap(&c->dq_cur->ord, o);
-	for (w = c->dq_head; c->dq_running && w && !q; w = w->next)
-		q = order_overlap(&w->ord, o);
-	/* the worker may have finished meanwhile: nothing to wait for */
-	pthread_mutex_unlock(&c->defer_mu);
-	return q;
-}
-
-/* 0: the request is queued for the worker; else run it here. */
-int conn_defer(struct conn *c, const uint8_t *raw, uint32_t rawlen)
-{
-	pthread_attr_t attr;
-	struct worker *wk;
-	struct work *w;
-	pthread_t th;
-	int err;
-
-	if (!c->sess)
-		return EINVAL;
-	dq_wait_room(c, rawlen);	/* bounded; see DQ_MAX_REQS */
-	w = malloc(sizeof(*w) + rawlen);
-	if (!w)
-		return ENOMEM;
-	memcpy(w->raw, raw, rawlen);
-	w->len = rawlen;
-	w->next = NULL;
-	order_of(raw, rawlen, c->max_msg, &w->ord);
-	pthread_mutex_lock(&c->defer_mu);
-	if (c->dq_running) {
-		if (c->dq_tail)
-			c->dq_tail->next = w;
-		else
-			c->dq_head = w;
-		c->dq_tail = w;
-		pthread_mutex_unlock(&c->defer_mu);
-		return 0;
-	}
-	pthread_mutex_unlock(&c->defer_mu);
-
-	/* No worker: only this (connection's) thread starts one. */
-	wk = malloc(sizeof(*wk));
-	if (!wk) {
-		free(w);
-		return ENOMEM;
-	}
-	wk->c = c;
-	wk->s = c->sess;
-	conn_get(c);
-	session_ref(c->sess);
-	pthread_mutex_lock(&c->defer_mu);
-	c->dq_head = c->dq_tail = w;
-	c->dq_running = true;
-	pthread_mutex_unlock(&c->defer_mu);
-	pthread_mutex_lock(&conns_mu);
-	nworkers++;
-	pthread_mutex_unlock(&conns_mu);
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, THREAD_STACK);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	err = pthread_create(&th, &attr, work_thread, wk);
-	pthread_attr_destroy(&attr);
-	if (!err)
-		return 0;
-	pthread_mutex_lock(&c->defer_mu);
-	c->dq_head = c->dq_tail = NULL;
-	c->dq_running = false;
-	pthread_mutex_unlock(&c->defer_mu);
-	pthread_mutex_lock(&conns_mu);
-	nworkers--;
-	pthread_mutex_unlock(&conns_mu);
-	session_unref(c->sess);
-	conn_put(c);
-	free(wk);
-	free(w);
-	return err;
 }
 
 static void *conn_thread(void *arg)
@@ -614,6 +365,7 @@ static void *conn_thread(void *arg)
 	log_debug("%s: disconnected", c->peer);
 	outbox_close(c);
 	atomic_store(&c->gone, true);
+	conn_work_gone(c);
 	lock_conn_gone(c);
 	grants_conn_gone(c);
 	if (c->sess)

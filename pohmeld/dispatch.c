@@ -236,7 +236,8 @@ out:
 	reply_finish(&r, status, out);
 	*outlen = POHMEL_HDR_SIZE + r.len;
 	if (s)
-		session_account(s, m->blen, r.len);
+		session_account(s, m->blen, r.len + (r.rf && r.rf->fd >= 0 ?
+						     r.rf->len : 0));
 	return r.close_after ? DISPATCH_CLOSE : DISPATCH_OK;
 }
 

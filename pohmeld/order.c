@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
  * order.c - which requests of one connection must run in the order they
- * came. A request that waits (for another client's RECALL_ACK) runs on
- * the connection's worker; a later request waits behind it only if the
- * two name a common object, or if either is one whose effect reaches
- * beyond the objects it names (BYE ends the session, RELEASE drops
- * grants, IDRANGE hands out ids, a message that does not parse).
+ * came. A request that waits (for another client's RECALL_ACK) or takes
+ * long runs on the connection's worker pool (conn_work.c); a later
+ * request waits behind it only if the two name a common object (READs
+ * and FSYNCs never wait for each other: none changes what another
+ * sees), or if either is one whose effect reaches beyond the objects
+ * it names (BYE ends the session, RELEASE drops grants, IDRANGE hands
+ * out ids, a message that does not parse).
  * Queueing everything behind one waiting request made a client's
  * unrelated requests, its own RECALL work included, wait for another
  * client's acks, long enough for leases to expire and grants to be
@@ -47,6 +49,13 @@ static void add_msg(struct order *o, const struct msg *m)
 	case POHMEL_OP_BATCH:	/* nested: refused later, order it fully */
 		o->all = true;
 		return;
+	case POHMEL_OP_READ:
+		o->count = m->count;
+		/* fall through */
+	case POHMEL_OP_FSYNC:
+		o->shared = true;
+		add(o, m->oid.id);
+		return;
 	default:
 		add(o, m->oid.id);
 		add(o, m->oid2.id);
@@ -74,7 +83,7 @@ void order_of(const uint8_t *raw, uint32_t rawlen, uint32_t max_msg,
 		add_msg(o, m);
 		goto out;
 	}
-	/* a BATCH: the union of its inner messages' objects */
+	/* a BATCH: the union of its inner messages' objects, in order */
 	for (off = 0; off < m->blen && !o->all; off += POHMEL_HDR_SIZE + h.len) {
 		const uint8_t *in = m->body + off;
 		struct msg *im;
@@ -92,6 +101,8 @@ void order_of(const uint8_t *raw, uint32_t rawlen, uint32_t max_msg,
 			add_msg(o, im);
 		free(im);
 	}
+	o->shared = false;	/* only a READ or FSYNC alone */
+	o->count = 0;
 out:
 	free(m);
 }
@@ -103,6 +114,8 @@ bool order_overlap(const struct order *a, const struct order *b)
 
 	if (a->all || b->all)
 		return true;
+	if (a->shared && b->shared)
+		return false;	/* READs, FSYNCs: any order */
 	for (i = 0; i < a->n; i++)
 		for (j = 0; j < b->n; j++)
 			if (a->id[i] == b->id[j])

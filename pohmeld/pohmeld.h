@@ -416,10 +416,11 @@ struct conn {
 	bool grants_gone;		/* under grants_mu (grants.c) */
 	int ngrants;			/* objects it holds a grant on, ditto */
 	atomic_bool gone;		/* its thread is done reading */
-	pthread_mutex_t defer_mu;	/* protects dq_*: deferred requests */
-	struct work *dq_head, *dq_tail;
-	struct work *dq_cur;		/* the one the worker runs now */
-	bool dq_running;		/* a worker runs the queue */
+	pthread_mutex_t defer_mu;	/* protects dq_*: the worker pool */
+	struct work *dq_head, *dq_tail;	/* queued and running, in order */
+	pthread_cond_t dq_cv;		/* a request queued or done */
+	int dq_workers;			/* its worker threads */
+	int dq_idle;			/* of them, waiting on dq_cv */
 	struct conn *next, *prev;	/* conns list, under conns_mu */
 	struct timespec hs_deadline;	/* CLOCK_MONOTONIC: AUTH by then */
 	uint8_t addr[16];		/* client address, v4 as v4-mapped */
@@ -456,6 +457,15 @@ int conn_seal_start(struct conn *c);
 int conn_read_msg(struct conn *c, uint8_t *rx, uint8_t *tx,
 		  const uint8_t **msg, uint32_t *len, struct whdr *h);
 int conn_init_struct(struct conn *c, int fd, struct policy *pol);
+void conns_worker_count(int delta);
+#define THREAD_STACK	(256 * 1024)	/* a connection's threads' */
+
+/* ---- conn_work.c: a connection's worker pool ---- */
+void conn_work_init(struct conn *c);
+void conn_work_fini(struct conn *c);
+void conn_work_gone(struct conn *c);
+bool conn_must_queue(struct conn *c, const uint8_t *raw, uint32_t len,
+		     const struct whdr *h);
 int conn_defer(struct conn *c, const uint8_t *raw, uint32_t rawlen);
 
 /* ---- proto.c: the one place every length is validated ---- */
@@ -490,6 +500,8 @@ int proto_name_check(const char *name, uint32_t len);
 #define ORDER_IDS	8
 struct order {
 	bool all;			/* orders with every request */
+	bool shared;			/* READ, FSYNC: orders with neither */
+	uint32_t count;			/* a READ: bytes asked */
 	uint8_t n;
 	uint64_t id[ORDER_IDS];		/* objects it names */
 };

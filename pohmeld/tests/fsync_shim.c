@@ -4,7 +4,9 @@
  * fdatasync and syncfs that returns 0 appends "CALL PATH\n" (PATH the
  * fd's /proc/self/fd link) to $POHMEL_SHIM_LOG, in one write(2) before
  * the call returns to pohmeld. So a line present when a reply arrives
- * was synced before that reply was sent.
+ * was synced before that reply was sent. An fsync or fdatasync of a path
+ * containing $POHMEL_SHIM_SLOW first sleeps $POHMEL_SHIM_SLOW_MS (a slow
+ * disk, for test_stable's worker pool checks).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -38,6 +40,27 @@ static void note(const char *call, int fd)
 	errno = save;
 }
 
+/* fd's path contains $POHMEL_SHIM_SLOW: sleep $POHMEL_SHIM_SLOW_MS. */
+static void slow(int fd)
+{
+	const char *what = getenv("POHMEL_SHIM_SLOW");
+	const char *ms = getenv("POHMEL_SHIM_SLOW_MS");
+	char link[64], path[4096];
+	int save = errno;
+	ssize_t len;
+
+	if (!what || !*what || !ms)
+		return;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	len = readlink(link, path, sizeof(path) - 1);
+	if (len < 0)
+		len = 0;
+	path[len] = 0;
+	if (strstr(path, what))
+		usleep((useconds_t)atoi(ms) * 1000);
+	errno = save;
+}
+
 #define WRAP(name)						\
 int name(int fd)						\
 {								\
@@ -46,6 +69,7 @@ int name(int fd)						\
 								\
 	if (!real)						\
 		real = (int (*)(int))dlsym(RTLD_NEXT, #name);	\
+	slow(fd);						\
 	ret = real(fd);						\
 	if (!ret)						\
 		note(#name, fd);				\

@@ -183,15 +183,87 @@ static int start_shimmed(const char *name)
 		 asan ? asan : "", asan && *asan ? ":" : "");
 	setenv("LD_PRELOAD", shim, 1);
 	setenv("POHMEL_SHIM_LOG", shim_log, 1);
+	setenv("POHMEL_SHIM_SLOW", "/slow-", 1);	/* t_pool */
+	setenv("POHMEL_SHIM_SLOW_MS", "1500", 1);
 	setenv("ASAN_OPTIONS", opts, 1);
 	err = start_server(name, conf_text, &sp);
 	unsetenv("LD_PRELOAD");
 	unsetenv("POHMEL_SHIM_LOG");
+	unsetenv("POHMEL_SHIM_SLOW");
+	unsetenv("POHMEL_SHIM_SLOW_MS");
 	if (asan)
 		setenv("ASAN_OPTIONS", asan, 1);
 	else
 		unsetenv("ASAN_OPTIONS");
 	return err;
+}
+
+/*
+ * The worker pool (conn_work.c): an FSYNC of slow-f (1.5 s under the
+ * shim) does not hold up the requests sent behind it on one connection
+ * that name other objects (a GETATTR, a 1 MiB READ), nor a 1 MiB READ of
+ * slow-f itself (neither changes what the other sees), while
+ * a GETATTR and a WRITE of slow-f are answered only after it, in order.
+ * The order replies arrive in is the check; no timing is asserted.
+ */
+static void t_pool(void)
+{
+	enum { FS = 1, GA, RD, RDS, GAS, WRS, N };
+	static const char *const what[N] = {
+		[FS] = "FSYNC slow-f", [GA] = "GETATTR a", [RD] = "READ a",
+		[RDS] = "READ slow-f", [GAS] = "GETATTR slow-f",
+		[WRS] = "WRITE slow-f",
+	};
+	static uint8_t data[1 << 20];
+	uint32_t pos[N] = { 0 }, got = 0, n, i;
+	struct wattr s, a;
+	uint8_t body[256];
+	struct whdr h;
+	char order[256];
+	size_t ol = 0;
+	struct pc c;
+	int err = 0;
+
+	memset(data, 0x5a, sizeof(data));
+	CHECK(cl_want(&c, POHMEL_FEAT_BATCH | POHMEL_FEAT_STABLE) == 0 &&
+	      pc_mkobj(&c, POHMEL_OP_CREATE, &c.root.oid, "slow-f", 0644, 0, 0,
+		       NULL, &s, NULL) == 0 &&
+	      pc_mkobj(&c, POHMEL_OP_CREATE, &c.root.oid, "a", 0644, 0, 0,
+		       NULL, &a, NULL) == 0 &&
+	      pc_write(&c, &s.oid, 0, 0, data, sizeof(data), 0, &n) == 0 &&
+	      pc_write(&c, &a.oid, 0, 0, data, sizeof(data), 0, &n) == 0,
+	      "pool: two files of 1 MiB");
+	/* all six sent before any reply is read */
+	err = pc_send(&c, POHMEL_OP_FSYNC, FS, 0, body,
+		      pc_enc_fsync(body, &s.oid, 0, 0)) ||
+	      pc_send(&c, POHMEL_OP_GETATTR, GA, 0, body,
+		      pc_enc_oid(body, &a.oid)) ||
+	      pc_send(&c, POHMEL_OP_READ, RD, 0, body,
+		      pc_enc_io(body, &a.oid, 0, 0, 1 << 20, 0, NULL)) ||
+	      pc_send(&c, POHMEL_OP_READ, RDS, 0, body,
+		      pc_enc_io(body, &s.oid, 0, 0, 1 << 20, 0, NULL)) ||
+	      pc_send(&c, POHMEL_OP_GETATTR, GAS, 0, body,
+		      pc_enc_oid(body, &s.oid)) ||
+	      pc_send(&c, POHMEL_OP_WRITE, WRS, 0, body,
+		      pc_enc_io(body, &s.oid, 0, 0, 4, 0, "four"));
+	CHECK(!err, "pool: FSYNC, GETATTR, READ, READ, GETATTR, WRITE sent at once");
+	for (i = 1; i < N && !err; i++) {
+		err = pc_recv(&c, &h, NULL, 0);
+		if (err || h.tag < 1 || h.tag >= N || pos[h.tag] || h.status) {
+			err = err ? err : -EPROTO;
+			break;
+		}
+		pos[h.tag] = ++got;
+		ol += (size_t)snprintf(order + ol, sizeof(order) - ol, "%s%s",
+				       ol ? ", " : "", what[h.tag]);
+	}
+	printf("# replies in the order: %s\n", order);
+	CHECK(!err && got == N - 1, "pool: six replies, no error");
+	CHECK(pos[GA] < pos[FS] && pos[RD] < pos[FS] && pos[RDS] < pos[FS],
+	      "pool: GETATTR and READ of another file, READ of the file being synced: not held up by the FSYNC");
+	CHECK(pos[FS] < pos[GAS] && pos[GAS] < pos[WRS],
+	      "pool: GETATTR and WRITE of the file being synced: after it, in order");
+	pc_disconnect(&c);
 }
 
 static void t_fsync_flags(void)
@@ -361,6 +433,7 @@ int main(int argc, char **argv)
 	CHECK(1, "pohmeld starts under fsync_shim.so");
 	t_fsync_flags();
 	t_state_sync();
+	t_pool();
 	CHECK(stop_server(&sp) == 0, "SIGTERM: clean exit 0");
 	return finish_base();
 }
