@@ -146,6 +146,14 @@ static void ob_kill(struct conn *c, enum cut why)
 	pthread_mutex_unlock(&ob->mu);
 	if (!first)
 		return;
+	/*
+	 * Reset, not a FIN queued behind what the client does not take:
+	 * the close (once c's last thread lets go) drops the unsent bytes
+	 * and tells the client at once.
+	 */
+	setsockopt(c->fd, SOL_SOCKET, SO_LINGER,
+		   &(struct linger){ .l_onoff = 1, .l_linger = 0 },
+		   sizeof(struct linger));
 	shutdown(c->fd, SHUT_RDWR);
 	switch (why) {
 	case CUT_STALLED:
