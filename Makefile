@@ -16,7 +16,8 @@ DEMO_SUITE ?= bookworm
 # operations, the tools group on all of /usr/include/linux. The kernels between them get
 # SUITE_ARGS_LIGHT (500 trials, 6,000 operations, 500 fsx operations per
 # mount of the options group instead of 2,000, 1,000-entry directories,
-# 10 s of stress, the tools group on a 392-entry tree instead of 792) and
+# 10 s of stress, the tools group on a 392-entry tree instead of 792,
+# 16 clients in the many group instead of 64) and
 # split the hostile scenarios, the seal group's relay faults and other
 # sections, the options group's seven parts and the tools group's
 # programs: the Kth of N light
@@ -28,7 +29,8 @@ SUITE_ARGS ?= --scale 2 --set POHMEL_READDIR_N=2000 --set POHMEL_FSX_OPS=40000 \
 SUITES_LIGHT ?= bookworm trixie
 SUITE_ARGS_LIGHT ?= --scale 2 --set POHMEL_READDIR_N=1000 --set POHMEL_FSX_OPS=6000 \
 	--set POHMEL_COHERENCE_TRIALS=500 --set POHMEL_STRESS_SECONDS=10 \
-	--set POHMEL_TOOLS_TREE=/usr/include/x86_64-linux-gnu --set POHMEL_OPTIONS_FSX_OPS=500
+	--set POHMEL_TOOLS_TREE=/usr/include/x86_64-linux-gnu --set POHMEL_OPTIONS_FSX_OPS=500 \
+	--set POHMEL_MANY_CLIENTS=16
 # make check-full: every kernel at the full sizes (SUITE_ARGS, which make
 # check gives the oldest and newest) and keyed (MATRIX_OPTS), one kernel
 # at a time with an hour each, and 50 power cuts per power-cut kernel;

@@ -18,7 +18,8 @@
 #include "integ_lib.h"
 
 enum kind { K_GETATTR, K_LOOKUP, K_CREATE_UNLINK, K_CREATE_UNLINK_HELD,
-	    K_WRITE4K, K_READ4K, K_WRITE1M, K_READ1M, K_READDIR, K_NKINDS };
+	    K_WRITE4K, K_READ4K, K_WRITE1M, K_WRITE1M_HELD, K_READ1M, K_READDIR,
+	    K_NKINDS };
 
 static const char *const kind_name[K_NKINDS] = {
 	[K_GETATTR]		= "getattr",
@@ -28,6 +29,7 @@ static const char *const kind_name[K_NKINDS] = {
 	[K_WRITE4K]		= "write 4 KiB",
 	[K_READ4K]		= "read 4 KiB",
 	[K_WRITE1M]		= "write 1 MiB",
+	[K_WRITE1M_HELD]	= "write 1 MiB, file held",
 	[K_READ1M]		= "read 1 MiB",
 	[K_READDIR]		= "readdir (64 entries)",
 };
@@ -89,6 +91,7 @@ static int one_op(struct worker *w, struct pc *c, const struct wattr *d,
 		return pc_read(c, &f->oid, h, (i % 256) * 4096, buf,
 			       sizeof(buf), &got);
 	case K_WRITE1M:
+	case K_WRITE1M_HELD:
 		return pc_write(c, &f->oid, h, (i % 16) << 20, big, sizeof(big),
 				0, &got);
 	case K_READ1M:
@@ -115,7 +118,7 @@ static void *run_worker(void *arg)
 	double end;
 	int err;
 
-	if (w->kind == K_CREATE_UNLINK_HELD) {
+	if (w->kind == K_CREATE_UNLINK_HELD || w->kind == K_WRITE1M_HELD) {
 		err = pc_init(&c) ? -ENOMEM : 0;
 		if (err)
 			goto out;
@@ -131,7 +134,8 @@ static void *run_worker(void *arg)
 	snprintf(name, sizeof(name), "w%d-%d", w->kind, w->id);
 	err = pc_mkobj(&c, POHMEL_OP_MKDIR, &c.root.oid, name, 0755, 0, 0,
 		       NULL, &d, NULL);
-	if (!err && w->kind == K_CREATE_UNLINK_HELD) {
+	if (!err && (w->kind == K_CREATE_UNLINK_HELD ||
+		     w->kind == K_WRITE1M_HELD)) {
 		err = pc_getattr(&c, &d.oid, &d);
 		if (!err && d.grant == POHMEL_GRANT_NONE)
 			err = -ENOLCK;	/* the bench would measure nothing */
@@ -150,6 +154,11 @@ static void *run_worker(void *arg)
 		snprintf(name, sizeof(name), "e%lu", i);
 		err = pc_mkobj(&c, POHMEL_OP_CREATE, &d.oid, name, 0644, 0, 0,
 			       NULL, &e, NULL);
+	}
+	if (!err && w->kind == K_WRITE1M_HELD) {
+		err = pc_getattr(&c, &f.oid, &f);
+		if (!err && f.grant == POHMEL_GRANT_NONE)
+			err = -ENOLCK;
 	}
 	if (err)
 		goto out_close;
