@@ -420,6 +420,20 @@ int outbox_seal(struct conn *c, uint64_t alg, bool sign,
 }
 
 /*
+ * A send to c's socket wrote nothing (n <= 0, errno says why): 0 to go on
+ * (once the socket has room, if it was full), else EPIPE (c is cut).
+ */
+static int send_again(struct conn *c, ssize_t n)
+{
+	if (n < 0 && errno == EINTR)
+		return 0;
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return wait_writable(c);
+	ob_kill(c, CUT_ERROR);
+	return EPIPE;
+}
+
+/*
  * write_mu held: all of a reply, waiting for the socket as needed; more:
  * the bytes of a file follow (write_file).
  */
@@ -436,16 +450,9 @@ static int write_all(struct conn *c, const uint8_t *p, size_t len, bool more)
 			len -= (size_t)n;
 			continue;
 		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			err = wait_writable(c);
-			if (err)
-				return err;
-			continue;
-		}
-		ob_kill(c, CUT_ERROR);
-		return EPIPE;
+		err = send_again(c, n);
+		if (err)
+			return err;
 	}
 	return 0;
 }
@@ -469,19 +476,15 @@ static int write_file(struct conn *c, const struct reply_file *rf)
 			left -= (size_t)n;
 			continue;
 		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			err = wait_writable(c);
-			if (err)
-				return err;
-			continue;
-		}
-		if (n == 0)
+		if (n == 0) {
 			log_info("%s: file shorter than its READ reply (truncated meanwhile): connection closed, the client asks again",
 				 c->peer);
-		ob_kill(c, CUT_ERROR);
-		return EPIPE;
+			ob_kill(c, CUT_ERROR);
+			return EPIPE;
+		}
+		err = send_again(c, n);
+		if (err)
+			return err;
 	}
 	return 0;
 }

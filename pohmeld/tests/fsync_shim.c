@@ -16,20 +16,26 @@
 #include <string.h>
 #include <unistd.h>
 
+/* fd's path (its /proc/self/fd link; "" if unknown) into path[4096]. */
+static void fd_path(int fd, char *path)
+{
+	char link[64];
+	ssize_t len;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	len = readlink(link, path, 4095);
+	path[len < 0 ? 0 : len] = 0;
+}
+
 static void note(const char *call, int fd)
 {
 	const char *log = getenv("POHMEL_SHIM_LOG");
-	char link[64], path[4096], line[4200];
+	char path[4096], line[4200];
 	int lfd, n, save = errno;
-	ssize_t len;
 
 	if (!log)
 		return;
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	len = readlink(link, path, sizeof(path) - 1);
-	if (len < 0)
-		len = 0;
-	path[len] = 0;
+	fd_path(fd, path);
 	n = snprintf(line, sizeof(line), "%s %s\n", call, path);
 	lfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (lfd >= 0) {
@@ -45,17 +51,12 @@ static void slow(int fd)
 {
 	const char *what = getenv("POHMEL_SHIM_SLOW");
 	const char *ms = getenv("POHMEL_SHIM_SLOW_MS");
-	char link[64], path[4096];
+	char path[4096];
 	int save = errno;
-	ssize_t len;
 
 	if (!what || !*what || !ms)
 		return;
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	len = readlink(link, path, sizeof(path) - 1);
-	if (len < 0)
-		len = 0;
-	path[len] = 0;
+	fd_path(fd, path);
 	if (strstr(path, what))
 		usleep((useconds_t)atoi(ms) * 1000);
 	errno = save;
