@@ -12,6 +12,9 @@
 #                          mount: fs, delay, rep, mnt, sec (asked for) and
 #                          protection (its line in /proc/self/mountstats)
 #   BENCH-POHMELD {json}   pohmeld's peak and current resident memory, at the end
+#   BENCH-MANY {json}      after each many run: fs, delay, rep, clients, the
+#                          smallest, median and largest of the clients' median
+#                          latencies (us)
 # Other lines are progress. No timing is ever a pass/fail condition; the exit
 # status is 0 unless the script itself is broken.
 set -u
@@ -27,6 +30,8 @@ SEQ_MB=${BENCH_SEQ_MB:-16}
 RAND_OPS=${BENCH_RAND_OPS:-200}
 PAR=${BENCH_PAR:-4}			# parallel processes (alternating mounts)
 PAR_FILES=${BENCH_PAR_FILES:-20}
+MANY=${BENCH_MANY:-64}			# clients, each from a network namespace
+MANY_ROUNDS=${BENCH_MANY_ROUNDS:-10}
 REPS=${BENCH_REPS:-3}
 DELAYS=${BENCH_DELAYS:-0.2 0}		# added round-trip times on lo, ms
 FSLIST=${BENCH_FS:-ext4 tmpfs pohmel-none pohmel-auth pohmel-seal nfs4 nfs3 smb3 9p}
@@ -59,11 +64,11 @@ jstr() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g' | tr '\n\t' '  '; }
 
 # --- guest facts -----------------------------------------------------------------
 ver() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo none; }
-printf 'BENCH-INFO {"kernel":"%s","vcpus":%s,"mem_mb":%s,"cpu":"%s","files":%s,"tree_bytes":%s,"small":%s,"seq_mb":%s,"rand_ops":%s,"par":%s,"par_files":%s,"reps":%s,"delays":"%s","fs":"%s","versions":{"nfs-kernel-server":"%s","samba":"%s","diod":"%s","cifs-utils":"%s"}}\n' \
+printf 'BENCH-INFO {"kernel":"%s","vcpus":%s,"mem_mb":%s,"cpu":"%s","files":%s,"tree_bytes":%s,"small":%s,"seq_mb":%s,"rand_ops":%s,"par":%s,"par_files":%s,"many":%s,"reps":%s,"delays":"%s","fs":"%s","versions":{"nfs-kernel-server":"%s","samba":"%s","diod":"%s","cifs-utils":"%s"}}\n' \
 	"$(uname -r)" "$(nproc)" "$(($(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024))" \
 	"$(jstr "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)")" \
 	"$(tar -tf "$TREE" | grep -vc '/$')" "$(stat -c %s "$TREE")" "$SMALL" "$SEQ_MB" \
-	"$RAND_OPS" "$PAR" "$PAR_FILES" "$REPS" "$DELAYS" "$FSLIST" \
+	"$RAND_OPS" "$PAR" "$PAR_FILES" "$MANY" "$REPS" "$DELAYS" "$FSLIST" \
 	"$(ver nfs-kernel-server)" "$(ver samba)" "$(ver diod)" "$(ver cifs-utils)"
 
 # --- counters ------------------------------------------------------------------------
@@ -211,8 +216,92 @@ par_run() {	# half the workers on each mount, released together
 		awk 'NR == 1 || $1 < s { s = $1 } $2 > e { e = $2 } END { printf "%.6f\n", e - s }' >"$BENCH_EP"
 	return $rc
 }
-export -f untar_sync rm_sync find_ls git_status seq_write seq_read rand_read par_run
-export TREE PL SEQ_MB RAND_OPS PAR PAR_FILES
+# many: MANY clients, each a mount from its own network namespace joined
+# to the guest by a veth pair on one bridge (MBR, the servers reachable at
+# MSRV), all released together (many.c); the time is the slowest
+# client's, and BENCH-MANY gives the spread of their median latencies.
+MANYBIN=/opt/bench/many MBR=pohbb MSRV=10.215.0.1 MTOP=/mnt/bench-many
+MLIST=/var/tmp/bench-many.list MOUT=/var/tmp/bench-many.out
+many_exec() { local -a dl; mapfile -t dl <"$MLIST"; "$MANYBIN" "$MANY_ROUNDS" "${dl[@]}" >"$MOUT" 2>&1; }
+export -f untar_sync rm_sync find_ls git_status seq_write seq_read rand_read par_run many_exec
+export TREE PL SEQ_MB RAND_OPS PAR PAR_FILES MANYBIN MANY_ROUNDS MLIST MOUT
+
+many_setup() {	# once: MANY namespaces on the bridge; MANY=0 if that fails
+	local i
+	[ "$MANY" -gt 0 ] || return 0
+	[ -x "$MANYBIN" ] || { log "many: no $MANYBIN: not run"; MANY=0; return 0; }
+	ip link add $MBR type bridge && ip addr add $MSRV/16 dev $MBR &&
+		ip link set $MBR up || { log "many: no bridge: not run"; MANY=0; return 0; }
+	for ((i = 1; i <= MANY; i++)); do
+		ip netns add pohbb$i &&
+			ip link add pbv$i type veth peer name eth0 netns pohbb$i &&
+			ip link set pbv$i master $MBR up &&
+			ip -n pohbb$i addr add 10.215.$((i / 200 + 1)).$((i % 200 + 1))/16 dev eth0 &&
+			ip -n pohbb$i link set eth0 up ||
+			{ log "many: namespace $i not set up: not run"; MANY=0; return 0; }
+	done
+	log "many: $MANY network namespaces on $MBR"
+}
+# many_mount FS: every namespace mounts FS at MTOP/i; MLIST gets one
+# directory per client. Returns 1 with $WHY.
+many_mount() {
+	local i src o d rc=0
+	case $1 in
+	pohmel-*) src=$MSRV:/ o=sec=$POHMEL_SEC
+		[ "$1" = pohmel-chacha ] && o=$o,cipher=chacha20-poly1305
+		o="-t pohmel -o $o" ;;
+	# no lock daemon in the namespaces (the workload takes no locks)
+	nfs3) src=$MSRV:$SRV/nfs3 o="-t nfs -o vers=3,nolock,$NFSOPTS" ;;
+	nfs4) src=$MSRV:$SRV/nfs4 o="-t nfs -o vers=4.2,$NFSOPTS" ;;
+	*) WHY="not for $1"; return 1 ;;
+	esac
+	: >"$MLIST"
+	for ((i = 1; i <= MANY; i++)); do
+		mkdir -p $MTOP/$i
+		# shellcheck disable=SC2086
+		# a host name of its own (UTS namespace): an NFSv4 client is
+		# known to the server by it
+		nsenter --net=/run/netns/pohbb$i unshare --uts sh -c \
+			"hostname bench-many-$i && exec timeout 120 mount $o $src $MTOP/$i" >>"$OUT" 2>&1 &
+		((i % 8)) || wait
+	done
+	wait
+	for ((i = 1; i <= MANY; i++)); do
+		mountpoint -q $MTOP/$i || { WHY="mount $o $src in namespace $i: $(tail -n 2 "$OUT")"; rc=1; break; }
+		d=$MTOP/$i/many/c$i
+		case $1 in pohmel-*) d=$MTOP/$i/bench/many/c$i ;; esac
+		mkdir -p "$d" && echo "$d" >>"$MLIST" || { WHY="mkdir $d"; rc=1; break; }
+	done
+	return $rc
+}
+many_umount() {
+	local i
+	local -a dl
+	mapfile -t dl <"$MLIST"
+	[ ${#dl[@]} -gt 0 ] && rm -rf "$(dirname "${dl[0]}")"
+	for ((i = 1; i <= MANY; i++)); do
+		mountpoint -q $MTOP/$i && umount $MTOP/$i
+	done 2>/dev/null
+	return 0
+}
+many_run() {	# REP: mount, measure, report the spread, unmount
+	local r=$1 lo mid hi
+	case $FS in pohmel-*|nfs3|nfs4) ;; *) return 0 ;; esac
+	[ "$MANY" -gt 0 ] || return 0
+	if ! many_mount "$FS"; then
+		printf 'BENCH {"fs":"%s","delay":"%s","wl":"many","rep":%s,"ok":false,"error":"%s"}\n' \
+			"$FS" "$DELAY" "$r" "$(jstr "$WHY")"
+		many_umount
+		return 1
+	fi
+	if measure many "$r" many_exec; then
+		read -r lo mid hi < <(sed -n 's/^client [0-9]*:.* median \([0-9]*\) us.*/\1/p' "$MOUT" |
+			sort -n | awk '{ v[NR] = $1 } END { print v[1], v[int((NR + 1) / 2)], v[NR] }')
+		printf 'BENCH-MANY {"fs":"%s","delay":"%s","rep":%s,"clients":%s,"median_min_us":%s,"median_mid_us":%s,"median_max_us":%s}\n' \
+			"$FS" "$DELAY" "$r" "$MANY" "${lo:-null}" "${mid:-null}" "${hi:-null}"
+	fi
+	many_umount
+}
 
 # run_workloads: every workload REPS times on $D1 (and $D2) of $FS.
 run_workloads() {	# FIRST LAST: repetitions FIRST..LAST
@@ -239,6 +328,7 @@ run_workloads() {	# FIRST LAST: repetitions FIRST..LAST
 		fi
 		rm -f "$D1/seq"
 		measure parallel "$r" par_run
+		many_run "$r"
 		log "$FS delay $DELAY: rep $r/$REPS done in $(($(date +%s) - s))s"
 		[ -z "$BROKEN" ] || break
 	done
@@ -346,8 +436,8 @@ fs_up() {
 	nfs3|nfs4)
 		mkdir -p "$SRV/nfs3" "$SRV/nfs4" /mnt/bench-a /mnt/bench-b
 		cat >/etc/exports <<-EOT
-		$SRV/nfs3 127.0.0.1(rw,async,no_subtree_check,no_root_squash,fsid=101)
-		$SRV/nfs4 127.0.0.1(rw,sync,no_subtree_check,no_root_squash,fsid=102)
+		$SRV/nfs3 127.0.0.1(rw,async,no_subtree_check,no_root_squash,fsid=101) 10.215.0.0/16(rw,async,no_subtree_check,no_root_squash,fsid=101)
+		$SRV/nfs4 127.0.0.1(rw,sync,no_subtree_check,no_root_squash,fsid=102) 10.215.0.0/16(rw,sync,no_subtree_check,no_root_squash,fsid=102)
 		EOT
 		nfs_start >"$OUT" 2>&1 || { WHY="NFS server did not start: $(tail -n 5 "$OUT")"; return 1; }
 		nfs_grace
@@ -461,10 +551,15 @@ fs_down() {
 
 set_delay() {	# round-trip ms added on lo (netem on each direction: half)
 	tc qdisc del dev lo root 2>/dev/null
+	tc qdisc del dev $MBR root 2>/dev/null
 	[ "$1" = 0 ] && return 0
 	modprobe sch_netem 2>/dev/null
 	tc qdisc add dev lo root netem delay "$(awk -v r="$1" 'BEGIN { printf "%dus", r * 500 }')" ||
 		{ log "tc netem failed"; return 1; }
+	# the many workload's bridge: the whole round trip on the way out to
+	# the namespaces (their way back is not delayed)
+	[ "$MANY" = 0 ] || tc qdisc add dev $MBR root netem delay "$(awk -v r="$1" 'BEGIN { printf "%dus", r * 1000 }')" ||
+		{ log "tc netem on $MBR failed"; return 1; }
 }
 
 # --- main ---------------------------------------------------------------------------------
@@ -472,10 +567,11 @@ log "bench: fs [$FSLIST], delays [$DELAYS] ms, $REPS reps, tree $TREE, seq ${SEQ
 case " $FSLIST " in
 *" nfs3 "*|*" nfs4 "*)
 	mkdir -p "$SRV/nfs3" "$SRV/nfs4"
-	printf '%s 127.0.0.1(rw,async,no_subtree_check,no_root_squash,fsid=101)\n%s 127.0.0.1(rw,sync,no_subtree_check,no_root_squash,fsid=102)\n' \
+	printf '%s 127.0.0.1(rw,async,no_subtree_check,no_root_squash,fsid=101) 10.215.0.0/16(rw,async,no_subtree_check,no_root_squash,fsid=101)\n%s 127.0.0.1(rw,sync,no_subtree_check,no_root_squash,fsid=102) 10.215.0.0/16(rw,sync,no_subtree_check,no_root_squash,fsid=102)\n' \
 		"$SRV/nfs3" "$SRV/nfs4" >/etc/exports
 	nfs_start >"$OUT" 2>&1 || log "NFS server did not start: $(tail -n 5 "$OUT")" ;;
 esac
+many_setup
 # Repetitions outermost: a run cut short still has every filesystem.
 declare -A BROKEN_FS=()
 for ((rep = 1; rep <= REPS; rep++)); do
@@ -515,6 +611,7 @@ for DELAY in $DELAYS; do
 done
 done
 tc qdisc del dev lo root 2>/dev/null
+tc qdisc del dev $MBR root 2>/dev/null
 nfs_stop >/dev/null 2>&1
 pohmel_restore
 if [ -n "$(srv_pids pohmel)" ]; then

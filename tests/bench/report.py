@@ -45,7 +45,7 @@ PROT_PREFIX = {"seal": "seal ", "auth": "auth ",
                "none": "none (key checked at connect)"}
 WL_ORDER = ["untar", "find", "git_status", "rm", "create", "stat", "unlink",
             "seq_write", "seq_read_cold", "seq_read_warm", "rand_read",
-            "parallel"]
+            "parallel", "many"]
 LOCAL = ("ext4", "tmpfs")
 
 
@@ -64,17 +64,21 @@ def wl_label(wl, g):
         "rand_read": "random 4 KiB reads × %s (cold)" % g.get("rand_ops", "?"),
         "parallel": "parallel: %s procs × %s files, 2 mounts" % (
             g.get("par", "?"), g.get("par_files", "?")),
+        "many": "many: %s clients at once, each its own mount and network namespace"
+                % g.get("many", "?"),
     }.get(wl, wl)
 
 
 def parse(path):
     guest, runs, skips, pohmeld, prots = {}, [], [], {}, []
+    global MANY_RUNS
+    MANY_RUNS = []
     with open(path, errors="replace") as f:
         for line in f:
             line = line.rstrip("\r\n")
             tag, _, rest = line.partition(" ")
             if tag not in ("BENCH", "BENCH-INFO", "BENCH-SKIP", "BENCH-POHMELD",
-                           "BENCH-PROT"):
+                           "BENCH-PROT", "BENCH-MANY"):
                 continue
             try:
                 obj = json.loads(rest)
@@ -89,9 +93,41 @@ def parse(path):
                 skips.append(obj)
             elif tag == "BENCH-PROT":
                 prots.append(obj)
+            elif tag == "BENCH-MANY":
+                MANY_RUNS.append(obj)
             else:
                 pohmeld = obj
     return guest, runs, skips, pohmeld, prots
+
+
+# BENCH-MANY lines of the log parse() read last (kept apart: the other
+# callers of parse() take five values).
+MANY_RUNS = []
+
+
+def many_markdown():
+    """The many workload's fairness: the spread of the clients' median
+    latencies (issue 17: no client's median more than 3x the others')."""
+    if not MANY_RUNS:
+        return []
+    L = ["Many clients (the `many` row): each client's median latency over its "
+         "create, write, fsync, stat, read, rename+unlink operations; the "
+         "smallest, middle and largest of those medians, and the largest "
+         "against the middle one (the fairness figure; below 3 meets the "
+         "issue's bound) and against the smallest:", "",
+         "| filesystem | delay | clients | smallest | middle | largest | largest / middle | largest / smallest |",
+         "|---|---|---|---|---|---|---|---|"]
+    for m in MANY_RUNS:
+        lo, mid, hi = (m.get(k) for k in ("median_min_us", "median_mid_us",
+                                          "median_max_us"))
+        if not (lo and mid and hi):
+            continue
+        L.append("| %s | %s | %s | %.1f ms | %.1f ms | %.1f ms | %.2f× | %.2f× |" % (
+            FS_LABEL.get(m["fs"], m["fs"]), delay_short(m["delay"]),
+            m.get("clients", "?"), lo / 1000, mid / 1000, hi / 1000,
+            hi / mid, hi / lo))
+    L.append("")
+    return L
 
 
 def med(xs):
@@ -435,6 +471,7 @@ def markdown(guest, host, results, idx, delays, skips, pohmeld, prots=()):
             L.append("pohmeld resident memory (%s): up to %s during the "
                      "workloads." % (title, ", ".join(rss)))
             L.append("")
+    L += many_markdown()
     L += cost_markdown(guest, idx, delays)
     L += protection_notes(prots)
     if {"ext4", "nfs4"} & {r["fs"] for r in results}:
