@@ -25,6 +25,16 @@
 struct socket;
 struct task_struct;
 
+/*
+ * Pages a request sends after its buffer, a reference each while the
+ * request lives: page cache pages under writeback until the reply.
+ */
+struct pohmel_pages {
+	struct bio_vec *bv;
+	u32 nr;
+	u32 len;
+};
+
 enum pohmel_req_state {
 	POHMEL_RS_NEW,		/* built, not submitted */
 	POHMEL_RS_QUEUED,	/* on conn->queue, not on the current socket */
@@ -39,16 +49,6 @@ enum pohmel_req_state {
  * takes the request off the queue (the receive thread on a reply, a
  * canceller, or the shutdown path).
  */
-/*
- * Pages a request sends after its buffer, a reference each while the
- * request lives: page cache pages under writeback until the reply.
- */
-struct pohmel_pages {
-	struct bio_vec *bv;
-	u32 nr;
-	u32 len;
-};
-
 struct pohmel_req {
 	struct kref ref;
 	struct list_head list;		/* conn->queue; conn->lock */

@@ -43,7 +43,6 @@ bool pohmel_op_needs_seq(u16 op)
 static void pohmel_req_release(struct kref *ref)
 {
 	struct pohmel_req *req = container_of(ref, struct pohmel_req, ref);
-
 	u32 i;
 
 	for (i = 0; i < req->data.nr; i++)

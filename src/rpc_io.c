@@ -160,11 +160,7 @@ ssize_t pohmel_rpc_write(struct pohmel_conn *c, const struct pohmel_foid *oid,
 				      NULL, from, fa);
 }
 
-/*
- * The WRITE of @count bytes from @from at @off; with @mt and @ct
- * (POHMEL_IO_TIMES), the times the client showed. Built under the
- * caller's credentials. Returns the request or an ERR_PTR.
- */
+/* A WRITE's request up to its data, with room for @room bytes of it. */
 static struct pohmel_req *write_head(struct pohmel_conn *c,
 				     const struct pohmel_foid *oid, u64 handle,
 				     u64 off, u32 count, u32 flags,
@@ -188,6 +184,11 @@ static struct pohmel_req *write_head(struct pohmel_conn *c,
 	return req;
 }
 
+/*
+ * The WRITE of @count bytes from @from at @off; with @mt and @ct
+ * (POHMEL_IO_TIMES), the times the client showed. Built under the
+ * caller's credentials. Returns the request or an ERR_PTR.
+ */
 struct pohmel_req *pohmel_rpc_write_req(struct pohmel_conn *c,
 					const struct pohmel_foid *oid,
 					u64 handle, u64 off, u32 count,
