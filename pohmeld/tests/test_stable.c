@@ -184,7 +184,7 @@ static int start_shimmed(const char *name)
 	setenv("LD_PRELOAD", shim, 1);
 	setenv("POHMEL_SHIM_LOG", shim_log, 1);
 	setenv("POHMEL_SHIM_SLOW", "/slow-", 1);	/* t_pool */
-	setenv("POHMEL_SHIM_SLOW_MS", "1500", 1);
+	setenv("POHMEL_SHIM_SLOW_MS", "3000", 1);
 	setenv("ASAN_OPTIONS", opts, 1);
 	err = start_server(name, conf_text, &sp);
 	unsetenv("LD_PRELOAD");
@@ -199,7 +199,7 @@ static int start_shimmed(const char *name)
 }
 
 /*
- * The worker pool (conn_work.c): an FSYNC of slow-f (1.5 s under the
+ * The worker pool (conn_work.c): an FSYNC of slow-f (3 s under the
  * shim) does not hold up the requests sent behind it on one connection
  * that name other objects (a GETATTR, a 1 MiB READ), nor a 1 MiB READ of
  * slow-f itself (neither changes what the other sees), while
