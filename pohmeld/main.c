@@ -6,9 +6,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <time.h>
@@ -301,6 +303,24 @@ static int make_key(const struct config *cf)
 	return 0;
 }
 
+/*
+ * Memory given back when clients leave. Each connection and worker
+ * thread mallocs buffers of max_msg (1 MiB and more): with glibc's
+ * sliding mmap threshold those came from per-thread arenas after the
+ * first free, and with transparent huge pages a touched byte of them
+ * made 2 MiB resident; nothing of it went back when the threads ended
+ * (64 clients, three times in a row: 91, 145, 160 MiB resident after
+ * they all left, 143 MiB of it huge pages). A fixed threshold maps
+ * every large buffer on its own (munmap on free), and no huge pages.
+ */
+static void memory_setup(void)
+{
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	if (prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0))
+		log_warn("cannot turn transparent huge pages off: %s",
+			 strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
 	struct pollfd pfd[MAX_LISTEN + 1];
@@ -335,6 +355,7 @@ int main(int argc, char **argv)
 	policy_install(pol);	/* before sessions_load: it reads the key */
 
 	umask(0);	/* clients send modes with their umask applied */
+	memory_setup();
 	child_open_init();
 	fd_budget();
 	sigemptyset(&mask);
