@@ -283,7 +283,9 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 	for (;;) {
 		struct reply_file rf = { .fd = -1 }, *rfp;
 		uint32_t outlen = 0, mlen;
+		const struct order *op = NULL;
 		const uint8_t *msg;
+		struct order ord;
 		struct whdr h;
 		int ret;
 
@@ -308,13 +310,15 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 		/* a sealed reply is one record: the data goes in it */
 		rfp = c->sealed ? NULL : &rf;
 		if (h.op != POHMEL_OP_RECALL_ACK && c->state == CONN_AUTHED &&
-		    conn_must_queue(c, msg, mlen, &h))
+		    conn_must_queue(c, msg, mlen, &h, &ord)) {
+			op = &ord;	/* conn_defer need not work it out again */
 			ret = DISPATCH_DEFER;
-		else
+		} else {
 			ret = dispatch_rf(c, msg, mlen, tx,
 					  POHMEL_HDR_SIZE + c->max_msg,
 					  &outlen, rfp);
-		if (ret == DISPATCH_DEFER && conn_defer(c, msg, mlen))
+		}
+		if (ret == DISPATCH_DEFER && conn_defer(c, msg, mlen, op))
 			ret = dispatch_wait(c, c->sess, msg, mlen, tx,
 					    POHMEL_HDR_SIZE + c->max_msg,
 					    &outlen, rfp);

@@ -15,8 +15,7 @@
  * with, so requests on unrelated objects run side by side, and those on
  * one object in the order they came. READs and FSYNCs order with no
  * other READ or FSYNC (order.c: shared), so a stream's READs run in
- * parallel. RECALL_ACK
- * never queues. A worker with nothing to run waits WORK_LINGER_MS for
+ * parallel. RECALL_ACK never queues. A worker with nothing to run waits WORK_LINGER_MS for
  * more, then exits; replies go out through outbox_reply_rf like any
  * other. After the connection closed, queued requests are dropped
  * unexecuted (a client replays them).
@@ -308,13 +307,13 @@ static bool work_slow(const struct whdr *h, const struct order *o)
 /*
  * The connection's thread: must the request raw (header h) go to the
  * pool? Yes if it is slow, or if it must keep its order with one queued
- * or running there. RECALL_ACK never does (the caller's test).
+ * or running there. RECALL_ACK never does (the caller's test). *o is
+ * what it orders with, set (for conn_defer) when it must go.
  */
 bool conn_must_queue(struct conn *c, const uint8_t *raw, uint32_t len,
-		     const struct whdr *h)
+		     const struct whdr *h, struct order *o)
 {
 	const struct work *w;
-	struct order o;
 	bool q;
 
 	pthread_mutex_lock(&c->defer_mu);
@@ -322,20 +321,24 @@ bool conn_must_queue(struct conn *c, const uint8_t *raw, uint32_t len,
 	pthread_mutex_unlock(&c->defer_mu);
 	if (!q && h->op != POHMEL_OP_FSYNC && h->op != POHMEL_OP_READ)
 		return false;
-	order_of(raw, len, c->max_msg, &o);
-	if (work_slow(h, &o))
+	order_of(raw, len, c->max_msg, o);
+	if (work_slow(h, o))
 		return true;
 	q = false;
 	pthread_mutex_lock(&c->defer_mu);
 	for (w = c->dq_head; w && !q; w = w->next)
-		q = order_overlap(&w->ord, &o);
+		q = order_overlap(&w->ord, o);
 	/* the workers may have finished meanwhile: nothing to wait for */
 	pthread_mutex_unlock(&c->defer_mu);
 	return q;
 }
 
-/* 0: the request is queued for the pool; else run it here. */
-int conn_defer(struct conn *c, const uint8_t *raw, uint32_t rawlen)
+/*
+ * 0: the request is queued for the pool; else run it here. o: what it
+ * orders with if conn_must_queue found it, else NULL.
+ */
+int conn_defer(struct conn *c, const uint8_t *raw, uint32_t rawlen,
+	       const struct order *o)
 {
 	struct work *w;
 	int err = 0;
@@ -350,7 +353,10 @@ int conn_defer(struct conn *c, const uint8_t *raw, uint32_t rawlen)
 	w->len = rawlen;
 	w->next = NULL;
 	w->running = false;
-	order_of(raw, rawlen, c->max_msg, &w->ord);
+	if (o)
+		w->ord = *o;
+	else
+		order_of(raw, rawlen, c->max_msg, &w->ord);
 	pthread_mutex_lock(&c->defer_mu);
 	/* a worker to run it: an idle one, else a new one if allowed */
 	if (!c->dq_idle && c->dq_workers < WORKERS_MAX)

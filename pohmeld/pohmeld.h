@@ -461,12 +461,14 @@ void conns_worker_count(int delta);
 #define THREAD_STACK	(256 * 1024)	/* a connection's threads' */
 
 /* ---- conn_work.c: a connection's worker pool ---- */
+struct order;
 void conn_work_init(struct conn *c);
 void conn_work_fini(struct conn *c);
 void conn_work_gone(struct conn *c);
 bool conn_must_queue(struct conn *c, const uint8_t *raw, uint32_t len,
-		     const struct whdr *h);
-int conn_defer(struct conn *c, const uint8_t *raw, uint32_t rawlen);
+		     const struct whdr *h, struct order *o);
+int conn_defer(struct conn *c, const uint8_t *raw, uint32_t rawlen,
+	       const struct order *o);
 
 /* ---- proto.c: the one place every length is validated ---- */
 struct msg {
