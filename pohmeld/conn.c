@@ -208,16 +208,43 @@ int conn_read(struct conn *c, uint8_t *p, size_t n)
 		long ms = -1;
 		ssize_t r;
 
+		if (c->ra_off < c->ra_end) {
+			size_t k = c->ra_end - c->ra_off;
+
+			if (k > n)
+				k = n;
+			memcpy(p, c->ra + c->ra_off, k);
+			c->ra_off += (uint32_t)k;
+			p += k;
+			n -= k;
+			continue;
+		}
+
 		if (c->state != CONN_AUTHED && srv.cfg.handshake_timeout > 0) {
 			ms = ms_until(&c->hs_deadline);
 			if (ms <= 0)
 				return READ_TIMEOUT;
 		}
-		r = recv(c->fd, p, n, MSG_DONTWAIT);
-		if (r > 0) {
-			p += r;
-			n -= (size_t)r;
-			continue;
+		/*
+		 * Less than the read-ahead buffer: take what is there, up
+		 * to its size, so that a header and a small body (or the
+		 * next requests) cost one recv. A large body goes straight
+		 * to p.
+		 */
+		if (n < CONN_RA_SIZE) {
+			r = recv(c->fd, c->ra, CONN_RA_SIZE, MSG_DONTWAIT);
+			if (r > 0) {
+				c->ra_off = 0;
+				c->ra_end = (uint32_t)r;
+				continue;
+			}
+		} else {
+			r = recv(c->fd, p, n, MSG_DONTWAIT);
+			if (r > 0) {
+				p += r;
+				n -= (size_t)r;
+				continue;
+			}
 		}
 		if (r == 0)
 			return 0;
@@ -269,7 +296,8 @@ static void hello_abandoned(struct conn *c)
 	uint8_t b;
 
 	/* only a close: a refused or malformed AUTH was logged already */
-	if (c->hs_refused || recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != 0)
+	if (c->hs_refused || c->ra_off < c->ra_end ||
+	    recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != 0)
 		return;
 	stats.auth_failures++;
 	log_warn("%s: handshake given up after our HELLO reply (key '%s'): the client could not verify us (another key under that name, or the HELLO changed on the way) or refused what we offered",
@@ -291,7 +319,7 @@ static void serve(struct conn *c, uint8_t *rx, uint8_t *tx)
 
 		/* Trim only once the client has been quiet for 100 ms, so a
 		 * stream of 1 MiB requests does not fault pages in each time. */
-		if (big_rx || big_tx) {
+		if ((big_rx || big_tx) && c->ra_off == c->ra_end) {
 			if (outbox_poll(c, 100) == 0) {
 				if (big_rx)
 					trim(rx);

@@ -20,6 +20,7 @@
  * on the calling thread is per thread, like the fs ids.
  */
 #include <errno.h>
+#include <grp.h>
 #include <linux/capability.h>
 #include <sys/fsuid.h>
 #include <sys/syscall.h>
@@ -74,12 +75,49 @@ static int caps_effective(bool full)
  */
 /* This thread emptied its effective set in creds_enter(). */
 static __thread bool caps_dropped;
+/* This thread's ids are the caller's, not the base (creds_enter). */
+static __thread bool switched;
+/* pohmeld runs as root with no supplementary groups (creds_init). */
+static bool base_root;
+
+/*
+ * Before any thread: as root, drop the supplementary groups pohmeld was
+ * started with, so that every thread's base is fsuid 0, fsgid 0 and no
+ * groups, which is what creds_leave() goes back to.
+ */
+int creds_init(void)
+{
+	if (geteuid() != 0 || getegid() != 0)
+		return 0;
+	if (setgroups(0, NULL))
+		return errno;
+	base_root = true;
+	return 0;
+}
+
+/*
+ * An unsquashed root caller whose groups add nothing to gid 0 runs as
+ * the base already: no syscall to switch (8 a request otherwise).
+ */
+static bool is_base(const struct creds *cr)
+{
+	uint32_t i;
+
+	if (!base_root || !cr->priv || cr->uid || cr->gid)
+		return false;
+	for (i = 0; i < cr->ngroups; i++)
+		if (cr->groups[i])
+			return false;
+	return true;
+}
 
 int creds_enter(const struct creds *cr)
 {
 	gid_t g[POHMEL_MAX_GROUPS];
 	uint32_t i;
 
+	if (is_base(cr))
+		return 0;
 	for (i = 0; i < cr->ngroups; i++)
 		g[i] = cr->groups[i];
 	if (syscall(SYS_setgroups, (size_t)cr->ngroups, g))
@@ -97,6 +135,7 @@ int creds_enter(const struct creds *cr)
 			goto err_uid;
 		caps_dropped = true;
 	}
+	switched = true;
 	return 0;
 
 err_uid:
@@ -110,9 +149,14 @@ err_groups:
 
 void creds_leave(void)
 {
-	/* An unsquashed root's request dropped nothing: no syscalls. */
-	int err = caps_dropped ? caps_effective(true) : 0;
+	int err;
 
+	/* A base request switched nothing: no syscalls. */
+	if (!switched)
+		return;
+	switched = false;
+	/* An unsquashed root's request dropped no capabilities. */
+	err = caps_dropped ? caps_effective(true) : 0;
 	if (err)
 		log_err("cannot restore the thread's capabilities: %s",
 			strerror(err));

@@ -159,8 +159,10 @@ static int run_one(struct conn *c, struct session *s, const struct msg *m,
 		goto out;
 	}
 	/* Recall conflicting grants; waiting is for worker threads. */
-	if (grants_begin(&r, may_wait || in_batch) == GRANTS_DEFER)
+	if (grants_begin(&r, may_wait || in_batch) == GRANTS_DEFER) {
+		req_drop_pre(&r);
 		return DISPATCH_DEFER;
+	}
 	if (d->flags & F_SEQ && m->hdr.seq && r.s) {
 		switch (session_seq_begin(r.s, m->hdr.seq, d->flags & F_REDO,
 					  &status, r.out, &r.len, r.cap)) {
@@ -226,6 +228,7 @@ static int run_one(struct conn *c, struct session *s, const struct msg *m,
 		 */
 		session_seq_abort(r.s, m->hdr.seq);
 out:
+	req_drop_pre(&r);
 	grants_end(&r);
 	if (r.deferred) {
 		*outlen = 0;

@@ -291,26 +291,30 @@ void send_recalls(struct recall_msg *rm)
 }
 
 /* The child named `name` under directory dir, by id (0: none). */
-static uint64_t child_id(const struct woid *dir, const char *name)
+static uint64_t child_id(struct req *r, const struct woid *dir,
+			 const char *name)
 {
-	struct stat st;
+	struct stat dst, st;
 	uint64_t id = 0;
 	int fd;
 
-	if (!name[0] || oid_open(dir, &fd, &st))
+	if (!name[0] || oid_open(dir, &fd, &dst))
 		return 0;
 	if (!fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW))
 		id = oid_id_of_ino(st.st_ino);
-	close(fd);
+	req_keep_pre(r, dir, fd, &dst);	/* the handler opens it next */
 	return id;
 }
 
 /* The objects a request reads or modifies; returns how many. */
-static int targets(const struct msg *m, struct grant_mark *t)
+static int targets(struct req *r, struct grant_mark *t)
 {
+	const struct msg *m = r->m;
 	int n = 0;
 
-#define T(i, w) do { if (i) { t[n].id = (i); t[n].write = (w); n++; } } \
+	/* i once: child_id() costs a handle open and a stat */
+#define T(i, w) do { uint64_t id_ = (i); \
+		     if (id_) { t[n].id = id_; t[n].write = (w); n++; } } \
 		while (0)
 	switch (m->hdr.op) {
 	case POHMEL_OP_GETATTR: case POHMEL_OP_READ: case POHMEL_OP_OPEN:
@@ -325,7 +329,7 @@ static int targets(const struct msg *m, struct grant_mark *t)
 	case POHMEL_OP_LOOKUP:
 		T(m->oid.id, false);
 		if (atomic_load(&grant_conns))
-			T(child_id(&m->oid, m->name), false);
+			T(child_id(r, &m->oid, m->name), false);
 		break;
 	case POHMEL_OP_SETATTR: case POHMEL_OP_WRITE:
 	case POHMEL_OP_SETXATTR: case POHMEL_OP_REMOVEXATTR:
@@ -341,14 +345,14 @@ static int targets(const struct msg *m, struct grant_mark *t)
 	 * change attribute has to move (dispatch.c) with or without grants. */
 	case POHMEL_OP_UNLINK: case POHMEL_OP_RMDIR:
 		T(m->oid.id, true);
-		T(child_id(&m->oid, m->name), true);
+		T(child_id(r, &m->oid, m->name), true);
 		break;
 	case POHMEL_OP_RENAME:
 		T(m->oid.id, true);
 		if (m->oid2.id != m->oid.id)
 			T(m->oid2.id, true);
-		T(child_id(&m->oid, m->name), true);
-		T(child_id(&m->oid2, m->name2), true);
+		T(child_id(r, &m->oid, m->name), true);
+		T(child_id(r, &m->oid2, m->name2), true);
 		break;
 	}
 #undef T
@@ -410,6 +414,7 @@ int grants_begin(struct req *r, bool may_wait)
 {
 	struct recall_msg *rm = NULL;
 	struct timespec dl = { 0 };
+	bool waited = false;
 	int i, n;
 
 	/* A GRANT that op_grant will refuse recalls nobody. */
@@ -418,7 +423,7 @@ int grants_begin(struct req *r, bool may_wait)
 	     !grant_precheck(r)))
 		r->ngm = 0;
 	else
-		r->ngm = targets(r->m, r->gm);
+		r->ngm = targets(r, r->gm);
 	if (!r->ngm) {
 		r->since = change_now();
 		return 0;
@@ -428,9 +433,11 @@ int grants_begin(struct req *r, bool may_wait)
 		n = conflicts(r, &rm, &dl);
 		if (!n || stopping)
 			break;
+		waited = true;
 		if (!may_wait) {
 			pthread_mutex_unlock(&grants_mu);
 			send_recalls(rm);
+			req_drop_pre(r);
 			r->ngm = 0;
 			return GRANTS_DEFER;
 		}
@@ -464,6 +471,8 @@ int grants_begin(struct req *r, bool may_wait)
 	r->since = change_now();
 	pthread_mutex_unlock(&grants_mu);
 	send_recalls(rm);
+	if (waited)	/* what child_id saw may have changed since */
+		req_drop_pre(r);
 	return 0;
 }
 

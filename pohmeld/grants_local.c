@@ -20,13 +20,12 @@
  * After the handler: while the modified objects are still marked in
  * flight, let notify.c read every event the request caused (they are
  * pohmeld's own, not local changes: it skips objects in flight), then
- * drop the marks. The wait is a ticket and notify.c's next look at an
- * empty queue (notify.c), not a file made in the state directory.
+ * drop the marks. The request reads the queue itself (notify_sync), with
+ * no other thread to wake or wait for.
  */
 void grants_end(struct req *r)
 {
 	bool watched = false;
-	uint64_t t = 0;
 	int i;
 
 	pthread_mutex_lock(&grants_mu);
@@ -35,9 +34,7 @@ void grants_end(struct req *r)
 			watched = true;
 	pthread_mutex_unlock(&grants_mu);
 	if (watched)
-		t = notify_ticket();
-	if (t)
-		notify_wait(t);
+		notify_sync();
 	pthread_mutex_lock(&grants_mu);
 	for (i = 0; i < r->ngm; i++) {
 		struct grant_mark *g = &r->gm[i], **pp;

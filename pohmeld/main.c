@@ -356,6 +356,9 @@ int main(int argc, char **argv)
 
 	umask(0);	/* clients send modes with their umask applied */
 	memory_setup();
+	err = creds_init();
+	if (err)	/* then every request switches ids, as a non-root's */
+		log_warn("setgroups: %s", strerror(err));
 	child_open_init();
 	fd_budget();
 	sigemptyset(&mask);

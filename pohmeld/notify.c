@@ -24,27 +24,29 @@
  *
  * pohmeld's own changes cause events too. A modifying request marks its
  * objects in flight (grants.c), and events for such objects are skipped.
- * Before the marks go, the request waits until this thread has read
- * every event it caused: it takes a ticket (notify_ticket) and waits
- * (notify_wait) until this thread has seen the queue empty after the
- * ticket was taken. The kernel queues the events within the system
- * calls that cause them, and this thread is the only reader, so an
- * empty queue means they were read and handled. To be sure to wake up,
- * a ticket taker writes a byte into SYNC_FIFO, a FIFO in the state
- * directory watched for IN_MODIFY, unless a byte written earlier is not
- * drained yet (its event is then still ahead: armed). So a busy server
- * pays one write per wake-up of this thread, not one per request (before,
- * each request created and removed a file in the state directory).
- * A local change to an object while pohmeld itself modifies it is thus
- * taken for pohmeld's (the next one is seen). If the queue does not run
- * empty for SYNC_MAX_MS (a flood of local changes), the wait ends anyway.
+ * Before the marks go, the request reads the queue itself (notify_sync):
+ * the kernel queues an event within the system call that causes it, so
+ * once the request has read the queue empty, every event it caused was
+ * handled while its marks stood. No other thread is woken and nobody
+ * waits for one (before, each request woke this thread through a FIFO
+ * and waited for it). A flood of local changes ends the read after
+ * DRAIN_MAX reads; an event of the request's own still queued then looks
+ * local (a needless recall, never a missed one). A local change to an
+ * object while pohmeld itself modifies it is taken for pohmeld's (the
+ * next one is seen).
  *
- * Lock rules: notify_mu protects the wd -> id table and the tickets
- * (sync_req, sync_done, armed, sync_since; sync_cv signals sync_done);
- * taken under grants_mu
- * (notify_watch/unwatch), never the other way round: the thread copies
- * the id and drops notify_mu before calling grants.c. notify_watch holds
- * it across inotify_add_watch() and the insert.
+ * The thread reads what no request reads for it: local changes. After
+ * each read it naps NAP_MS, so that under load, when requests keep the
+ * queue empty, it wakes a few hundred times a second at most rather than
+ * for each request's events.
+ *
+ * Lock rules: reader_mu serializes reading ifd and handling what was
+ * read (the buffer, and events handled in queue order); it is taken with
+ * no other lock held, before grants_mu and notify_mu. notify_mu protects
+ * the wd -> id table; it is taken under grants_mu (notify_watch/unwatch)
+ * and under reader_mu, never the other way round: an event's id is
+ * copied and notify_mu dropped before grants.c is called. notify_watch
+ * holds it across inotify_add_watch() and the insert.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -52,15 +54,18 @@
 #include <stdlib.h>
 #include <time.h>
 #include <sys/inotify.h>
-#include <sys/ioctl.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "pohmeld.h"
 
 #define WD_BUCKETS	1024
 #define FILE_MASK	(IN_MODIFY | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
-#define SYNC_FIFO	".pohmeld-sync"
-#define SYNC_MAX_MS	1000
+#define OLD_FIFO	".pohmeld-sync"	/* used up to 0.9: removed */
+#define DRAIN_MAX	16	/* reads of EVBUF by one notify_sync */
+#define NAP_MS		5
+#define EVBUF		16384
+#define EV_MAX		(sizeof(struct inotify_event) + NAME_MAX + 1)
 #define DIR_MASK	(FILE_MASK | IN_CREATE | IN_DELETE | IN_MOVED_FROM | \
 			 IN_MOVED_TO)
 
@@ -71,66 +76,25 @@ struct wd_ent {
 };
 
 static pthread_mutex_t notify_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t sync_cv;		/* sync_done moved */
 static struct wd_ent *wds[WD_BUCKETS];	/* under notify_mu */
-static uint64_t sync_req, sync_done;	/* under notify_mu */
-static bool armed;			/* under notify_mu */
-static struct timespec sync_since;	/* under notify_mu: oldest ticket */
+static pthread_mutex_t reader_mu = PTHREAD_MUTEX_INITIALIZER;
+static char evbuf[EVBUF] __attribute__((aligned(8)));	/* reader_mu */
 static int ifd = -1;			/* set before any connection */
-static int sync_wd = -1, fifo_fd = -1, fifo_wd = -1;	/* likewise */
-static const char *test_hold_path;		/* likewise */
-
-/*
- * The FIFO this thread is woken through, made anew (a leftover of an
- * earlier run may be anything). Returns its watch, or -1 (logged).
- */
-static int fifo_init(const char *dir)
-{
-	char path[PATH_MAX];
-	struct stat st;
-	int wd;
-
-	snprintf(path, sizeof(path), "%s/" SYNC_FIFO, dir);
-	if ((unlink(path) && errno != ENOENT) || mkfifo(path, 0600)) {
-		log_warn("%s: %s: no grants will be given", path,
-			 strerror(errno));
-		return -1;
-	}
-	/* O_RDWR: never blocks, and the FIFO always has a reader */
-	fifo_fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
-	if (fifo_fd < 0 || fstat(fifo_fd, &st) || !S_ISFIFO(st.st_mode)) {
-		log_warn("%s: %s: no grants will be given", path,
-			 fifo_fd < 0 ? strerror(errno) : "not the FIFO made");
-		goto err;
-	}
-	wd = inotify_add_watch(ifd, path, IN_MODIFY);
-	if (wd < 0) {
-		log_warn("inotify watch of %s: %s: no grants will be given",
-			 path, strerror(errno));
-		goto err;
-	}
-	return wd;
-err:
-	if (fifo_fd >= 0)
-		close(fifo_fd);
-	fifo_fd = -1;
-	return -1;
-}
+static int sync_wd = -1;		/* likewise */
+static const char *test_hold_path;	/* likewise */
 
 int notify_init(const char *dir)
 {
+	char path[PATH_MAX];
 	pthread_attr_t attr;
 	pthread_t th;
 	int err;
 
-	pthread_condattr_t ca;
-
 	test_hold_path = getenv("POHMELD_TEST_NOTIFY_HOLD");
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&sync_cv, &ca);
-	pthread_condattr_destroy(&ca);
-	ifd = inotify_init1(IN_CLOEXEC);
+	/* the wake-up FIFO of earlier versions, if one is left */
+	snprintf(path, sizeof(path), "%s/" OLD_FIFO, dir);
+	unlink(path);
+	ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
 	if (ifd < 0) {
 		log_warn("inotify: %s: no grants will be given",
 			 strerror(errno));
@@ -144,9 +108,6 @@ int notify_init(const char *dir)
 			 dir, strerror(errno));
 		goto err;
 	}
-	fifo_wd = fifo_init(dir);
-	if (fifo_wd < 0)
-		goto err;
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 256 * 1024);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -156,102 +117,10 @@ int notify_init(const char *dir)
 		return 0;
 	log_warn("notify thread: %s: no grants will be given",
 		 strerror(err));
-	close(fifo_fd);
-	fifo_fd = -1;
 err:
 	close(ifd);
 	ifd = -1;
 	return 0;
-}
-
-/*
- * A ticket for the events a request caused so far, for notify_wait().
- * 0: there is no notify thread, or it cannot be woken; nothing to wait
- * for then.
- */
-uint64_t notify_ticket(void)
-{
-	static atomic_bool warned;
-	uint64_t t;
-	bool wake;
-
-	if (ifd < 0)
-		return 0;
-	pthread_mutex_lock(&notify_mu);
-	t = ++sync_req;
-	if (sync_done == t - 1)
-		clock_gettime(CLOCK_MONOTONIC, &sync_since);
-	wake = !armed;
-	armed = true;
-	pthread_mutex_unlock(&notify_mu);
-	if (!wake || write(fifo_fd, "", 1) == 1)
-		return t;
-	/* Not woken: no wait (an event of ours may look local). */
-	pthread_mutex_lock(&notify_mu);
-	armed = false;
-	pthread_mutex_unlock(&notify_mu);
-	if (!atomic_exchange(&warned, true))
-		log_warn("%s: write: %s: pohmeld's own changes may be taken "
-			 "for local ones (needless recalls)", SYNC_FIFO,
-			 strerror(errno));
-	return 0;
-}
-
-/*
- * After a batch of events: if tickets wait and the queue is empty (or
- * they waited SYNC_MAX_MS), every ticket taken before this check is done.
- */
-static void sync_check(void)
-{
-	struct timespec now;
-	uint64_t snap;
-	bool late;
-	int n = 0;
-
-	pthread_mutex_lock(&notify_mu);
-	snap = sync_req;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	late = (now.tv_sec - sync_since.tv_sec) * 1000 +
-	       (now.tv_nsec - sync_since.tv_nsec) / 1000000 >= SYNC_MAX_MS;
-	pthread_mutex_unlock(&notify_mu);
-	if (snap == sync_done)
-		return;		/* only this thread moves sync_done */
-	if (!late && (ioctl(ifd, FIONREAD, &n) || n))
-		return;
-	pthread_mutex_lock(&notify_mu);
-	sync_done = snap;
-	if (sync_req != snap)
-		sync_since = now;
-	pthread_cond_broadcast(&sync_cv);
-	pthread_mutex_unlock(&notify_mu);
-}
-
-/* Wait until every event queued before ticket t was read (at most
- * SYNC_MAX_MS, then carry on). */
-void notify_wait(uint64_t t)
-{
-	struct timespec dl;
-
-	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_sec += SYNC_MAX_MS / 1000;
-	pthread_mutex_lock(&notify_mu);
-	while (sync_done < t)
-		if (pthread_cond_timedwait(&sync_cv, &notify_mu, &dl) ==
-		    ETIMEDOUT)
-			break;
-	pthread_mutex_unlock(&notify_mu);
-}
-
-/* The FIFO's byte woke us: drain it, let the next ticket write again. */
-static void fifo_event(void)
-{
-	char buf[64];
-
-	pthread_mutex_lock(&notify_mu);
-	armed = false;
-	pthread_mutex_unlock(&notify_mu);
-	while (read(fifo_fd, buf, sizeof(buf)) > 0)
-		;
 }
 
 /* Must hold notify_mu. Unlink wd's entry from the table; NULL if none. */
@@ -363,15 +232,9 @@ static void event(const struct inotify_event *ev)
 	struct wd_ent *e;
 	uint64_t id;
 
-	if (ev->wd == fifo_wd && fifo_wd >= 0) {
-		if (ev->mask & IN_MODIFY)
-			fifo_event();
-		return;
-	}
 	if (ev->mask & IN_Q_OVERFLOW) {
 		log_warn("inotify queue overflow: recalling every grant");
 		grants_recall_all();
-		fifo_event();	/* its event may be among those lost */
 		return;
 	}
 	/*
@@ -406,28 +269,75 @@ static void test_hold(void)
 		usleep(10000);
 }
 
-void *notify_thread(void *arg)
+/*
+ * Must hold reader_mu. Read and handle what is queued, at most max
+ * buffers; false if ifd failed (logged).
+ */
+static bool drain(int max)
 {
-	char buf[16384] __attribute__((aligned(8)));
+	int i;
 
-	(void)arg;
-	for (;;) {
+	for (i = 0; i < max; i++) {
 		ssize_t n, off;
 
-		test_hold();
-		n = read(ifd, buf, sizeof(buf));
+		n = read(ifd, evbuf, sizeof(evbuf));
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && errno == EAGAIN)
+			return true;
 		if (n <= 0) {
-			log_err("inotify read: %s", strerror(errno));
-			return NULL;
+			log_err("inotify read: %s", n ? strerror(errno) :
+				"end of file");
+			return false;
 		}
 		for (off = 0; off + (ssize_t)sizeof(struct inotify_event) <= n;) {
-			const struct inotify_event *ev = (const void *)(buf + off);
+			const struct inotify_event *ev =
+				(const void *)(evbuf + off);
 
 			event(ev);
 			off += (ssize_t)sizeof(*ev) + ev->len;
 		}
-		sync_check();
+		/* A read takes every queued event that fits: with room
+		 * left for the largest, the queue was empty (no EAGAIN
+		 * read needed to know). */
+		if (n <= EVBUF - (ssize_t)EV_MAX)
+			return true;
+	}
+	return true;
+}
+
+/*
+ * A modifying request, before its in-flight marks go (grants_end): read
+ * every event it caused, so that they are skipped as its own.
+ */
+void notify_sync(void)
+{
+	if (ifd < 0 || (test_hold_path && access(test_hold_path, F_OK) == 0))
+		return;
+	pthread_mutex_lock(&reader_mu);
+	drain(DRAIN_MAX);
+	pthread_mutex_unlock(&reader_mu);
+}
+
+void *notify_thread(void *arg)
+{
+	const struct timespec nap = { .tv_nsec = NAP_MS * 1000000L };
+	struct pollfd p = { .fd = ifd, .events = POLLIN };
+	bool ok;
+
+	(void)arg;
+	for (;;) {
+		if (poll(&p, 1, -1) < 0 && errno != EINTR) {
+			log_err("inotify poll: %s", strerror(errno));
+			return NULL;
+		}
+		/* one buffer a round: a test hold stops after it */
+		pthread_mutex_lock(&reader_mu);
+		ok = drain(1);
+		pthread_mutex_unlock(&reader_mu);
+		if (!ok)
+			return NULL;
+		test_hold();
+		nanosleep(&nap, NULL);
 	}
 }

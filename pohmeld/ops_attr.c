@@ -35,6 +35,29 @@ void *req_put(struct req *r, uint32_t n)
 	return p;
 }
 
+/* o was resolved to fd (and st) for r's targets: keep it, or close it. */
+void req_keep_pre(struct req *r, const struct woid *o, int fd,
+		  const struct stat *st)
+{
+	if (r->has_pre) {
+		close(fd);
+		return;
+	}
+	r->has_pre = true;
+	r->pre_fd = fd;
+	r->pre_oid = *o;
+	r->pre_st = *st;
+}
+
+/* Not taken by a handler (or stale: r waited for recalls): close it. */
+void req_drop_pre(struct req *r)
+{
+	if (!r->has_pre)
+		return;
+	close(r->pre_fd);
+	r->has_pre = false;
+}
+
 /* Resolve (id, gen) to an O_PATH fd. Before req_caller(): needs caps. */
 int req_obj(struct req *r, const struct woid *o, int *fd, struct stat *st)
 {
@@ -42,6 +65,12 @@ int req_obj(struct req *r, const struct woid *o, int *fd, struct stat *st)
 
 	if (r->as_caller)
 		return EPERM;	/* a handler bug: resolve first */
+	if (r->has_pre && r->pre_oid.id == o->id && r->pre_oid.gen == o->gen) {
+		*fd = r->pre_fd;
+		*st = r->pre_st;
+		r->has_pre = false;
+		return 0;
+	}
 	err = oid_open(o, fd, st);
 	/* Unlinked but open in this session: its handle still names it. */
 	if (err == ESTALE && r->s && o->gen &&
@@ -228,6 +257,7 @@ bool grant_precheck(const struct req *r)
 	if (r->m->type != POHMEL_GRANT_EXCL)
 		return true;
 	t.as_caller = false;
+	t.has_pre = false;	/* r's, if any, stays r's to close */
 	creds_squash(&r->c->pol->ex, &t.cr);
 	if (req_obj(&t, &r->m->oid, &fd, &st))
 		return false;

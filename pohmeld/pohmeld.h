@@ -216,6 +216,7 @@ struct creds {
 void creds_squash(const struct export_cfg *ex, struct creds *cr);
 int creds_enter(const struct creds *cr);
 void creds_leave(void);
+int creds_init(void);
 
 /* ---- oid.c, oid_log.c: object IDs <-> file handles, persisted ---- */
 int oid_init(int rootfd, const char *state_dir);
@@ -378,6 +379,8 @@ void outbox_close(struct conn *c);
 
 /* ---- conn.c: one thread per connection ---- */
 enum conn_state { CONN_NEW, CONN_HELLO, CONN_AUTHED };
+/* one recv takes a small request whole, header and body */
+#define CONN_RA_SIZE	4096
 struct conn {
 	int fd;
 	atomic_int refs;
@@ -388,6 +391,10 @@ struct conn {
 
 	/* Owned by the connection's thread; others never touch these. */
 	enum conn_state state;
+	/* Read ahead of the message being read (conn_read): bytes
+	 * [ra_off, ra_end) of ra came with an earlier recv. */
+	uint32_t ra_off, ra_end;
+	uint8_t ra[CONN_RA_SIZE];
 	uint32_t max_msg;
 	uint32_t max_nego;		/* max_msg from HELLO, used after AUTH */
 	uint64_t features;
@@ -542,6 +549,12 @@ struct req {
 	struct grant_mark gm[GRANT_MARKS];
 	uint64_t since;		/* change_now() as grants_begin let r run */
 	struct reply_file *rf;	/* NULL: a READ's data goes in out */
+	/* A directory grants.c resolved for the request's targets, kept
+	 * for req_obj (saves the handler a second open and stat). */
+	bool has_pre;
+	int pre_fd;
+	struct woid pre_oid;
+	struct stat pre_st;
 };
 enum { DISPATCH_OK = 0, DISPATCH_DROP = -1, DISPATCH_CLOSE = 1,
        DISPATCH_DEFER = 2 };
@@ -562,6 +575,9 @@ bool req_bump(struct req *r, uint64_t id);
 /* ---- ops_*.c helpers (ops_attr.c) ---- */
 void *req_put(struct req *r, uint32_t n);
 int req_obj(struct req *r, const struct woid *o, int *fd, struct stat *st);
+void req_keep_pre(struct req *r, const struct woid *o, int fd,
+		  const struct stat *st);
+void req_drop_pre(struct req *r);
 int req_caller(struct req *r);
 int attr_of_fd(int fd, const struct stat *st, const struct woid *known,
 	       struct wattr *a);
@@ -649,8 +665,7 @@ void grants_shutdown(void);
 int notify_init(const char *state_dir);
 int notify_watch(int fd, uint64_t id, bool dir);
 void notify_unwatch(int wd);
-uint64_t notify_ticket(void);
-void notify_wait(uint64_t t);
+void notify_sync(void);
 void *notify_thread(void *arg);
 
 /* ---- listen.c: sockets and systemd ---- */
