@@ -337,6 +337,14 @@ static int submit(struct pohmel_conn *c, struct pohmel_req *req,
 		pohmel_req_put(req);
 		goto unlock_seq;
 	}
+	/*
+	 * Ours until we are done with it below: once queued it may be sent
+	 * (try_send, a replay), answered and ended at once, and a submitted
+	 * request's end_work then puts the caller's reference, its last but
+	 * the queue's. Without this, try_send wrote to a freed request
+	 * (found by slub_debug under the hostile group).
+	 */
+	kref_get(&req->ref);
 	if (seq) {
 		req->seq = atomic64_add_return(nseq, &c->sess.next_seq) -
 			   nseq + 1;
@@ -360,6 +368,7 @@ static int submit(struct pohmel_conn *c, struct pohmel_req *req,
 		atomic64_inc(&c->stats.ops[req->bops[i]]);
 	if (send_now)
 		try_send(c, req);
+	pohmel_req_put(req);		/* ours */
 	return 0;
 
 unlock_seq:
