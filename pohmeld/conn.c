@@ -13,7 +13,7 @@
  * max_msg (at most POHMEL_MAX_MSG, 1 MiB + 4 KiB, each; only pages a
  * message touched are resident, and after a message over 64 KiB all but
  * the first 64 KiB are given back), a 256 KiB thread stack and the
- * struct conn: about 56 KiB resident for an idle connection; three fds
+ * struct conn: about 60 KiB resident for an idle connection; three fds
  * at most (the socket, the outbox's eventfd, a request's temporary fd).
  * A connection that has not finished HELLO can send at most 4 KiB per
  * message.

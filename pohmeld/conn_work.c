@@ -15,10 +15,10 @@
  * with, so requests on unrelated objects run side by side, and those on
  * one object in the order they came. READs and FSYNCs order with no
  * other READ or FSYNC (order.c: shared), so a stream's READs run in
- * parallel. RECALL_ACK never queues. A worker with nothing to run waits WORK_LINGER_MS for
- * more, then exits; replies go out through outbox_reply_rf like any
- * other. After the connection closed, queued requests are dropped
- * unexecuted (a client replays them).
+ * parallel. RECALL_ACK never queues. A worker with nothing to run
+ * waits WORK_LINGER_MS for more, then exits; replies go out through
+ * outbox_reply_rf like any other. After the connection closed, queued
+ * requests are dropped unexecuted (a client replays them).
  *
  * The queue is bounded (issue 14 item 5): a client that pipelines
  * requests behind one that waits for a recall must not make pohmeld

@@ -160,7 +160,7 @@ static int run_one(struct conn *c, struct session *s, const struct msg *m,
 	}
 	/* Recall conflicting grants; waiting is for worker threads. */
 	if (grants_begin(&r, may_wait || in_batch) == GRANTS_DEFER) {
-		req_drop_pre(&r);
+		req_drop_pre(&r);	/* re-run anew on a worker */
 		return DISPATCH_DEFER;
 	}
 	if (d->flags & F_SEQ && m->hdr.seq && r.s) {

@@ -437,7 +437,6 @@ int grants_begin(struct req *r, bool may_wait)
 		if (!may_wait) {
 			pthread_mutex_unlock(&grants_mu);
 			send_recalls(rm);
-			req_drop_pre(r);
 			r->ngm = 0;
 			return GRANTS_DEFER;
 		}

@@ -261,11 +261,16 @@ static void event(const struct inotify_event *ev)
 	grants_local_change(id);
 }
 
-/* Tests: while the file named by POHMELD_TEST_NOTIFY_HOLD exists, the
- * thread reads no events (the queue can then overflow). */
+/* Tests: while the file named by POHMELD_TEST_NOTIFY_HOLD exists, no
+ * events are read (the queue can then overflow). */
+static bool held(void)
+{
+	return test_hold_path && access(test_hold_path, F_OK) == 0;
+}
+
 static void test_hold(void)
 {
-	while (test_hold_path && access(test_hold_path, F_OK) == 0)
+	while (held())
 		usleep(10000);
 }
 
@@ -312,7 +317,7 @@ static bool drain(int max)
  */
 void notify_sync(void)
 {
-	if (ifd < 0 || (test_hold_path && access(test_hold_path, F_OK) == 0))
+	if (ifd < 0 || held())
 		return;
 	pthread_mutex_lock(&reader_mu);
 	drain(DRAIN_MAX);
