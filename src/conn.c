@@ -842,6 +842,7 @@ static int conn_thread(void *data)
 		backoff = POHMEL_BACKOFF_MIN;
 		atomic64_inc(&c->stats.reconnects);
 		conn_up(c, sock, seal);
+		pohmel_wb_reconnected(c);
 	}
 	memalloc_nofs_restore(nofs);
 	return 0;

@@ -378,6 +378,9 @@ int pohmel_conn_recv_all(struct socket *sock, void *buf, size_t len);
 int pohmel_conn_recv_msg(struct socket *sock, void *buf, size_t len,
 			 bool patient);
 
+/* wb.c: the mount's write-back, told the connection came back */
+void pohmel_wb_reconnected(struct pohmel_conn *c);
+
 /* session.c */
 void pohmel_session_init(struct pohmel_session *s);
 int pohmel_session_handshake(struct pohmel_conn *c, struct socket *sock,

@@ -83,6 +83,7 @@ struct inode *pohmel_alloc_inode(struct super_block *sb)
 	pi->dcache = NULL;
 	pi->dsa.valid = 0;
 	pi->dsa_cred = NULL;
+	pi->wb_create = NULL;
 	return &pi->vfs_inode;
 }
 

@@ -82,6 +82,8 @@ struct pohmel_vfs_stats {
 	atomic64_t open_deferred;	/* a new file's OPEN left for first use */
 	atomic64_t wb_flushed;		/* ... and their creates sent */
 	atomic64_t wb_errors;		/* ... refused by the server */
+	atomic64_t wb_removed;		/* names unlinked locally (wb.c) */
+	atomic64_t wb_cancelled;	/* ... whose create never went */
 };
 
 /* The write-back log (wb.c, whose top says what each lock protects). */
@@ -92,6 +94,7 @@ struct pohmel_wb {
 	u64 id_next, id_end, id_gen;	/* delegated ids left */
 	struct rw_semaphore grant_sem;	/* creators shared, RECALL excl */
 	struct delayed_work age;	/* sends the log after wb_delay */
+	struct work_struct reconnected;	/* sends what grants kept */
 	/*
 	 * st_size of a new directory on the server's filesystem (4096 on
 	 * ext4), as its last MKDIR reply said: a local mkdir shows it too.
@@ -164,6 +167,8 @@ struct pohmel_handle {
 	const struct cred *cred;
 };
 
+struct pohmel_wb_ent;
+
 struct pohmel_inode {
 	struct inode vfs_inode;
 	struct pohmel_foid oid;
@@ -201,6 +206,8 @@ struct pohmel_inode {
 	/* attributes changed locally, not yet sent (wb_attr.c); under lock */
 	struct pohmel_sattr dsa;
 	const struct cred *dsa_cred;
+	/* its create, while on the write-back log; under sbi->wb.lock */
+	struct pohmel_wb_ent *wb_create;
 };
 
 #define POHMEL_WT_NONE		0
@@ -326,6 +333,7 @@ int pohmel_wb_setattr(struct inode *inode, const struct iattr *attr);
 int pohmel_wb_attr_flush(struct inode *inode);
 void pohmel_wb_attr_reapply(struct inode *inode);
 void pohmel_wb_attr_forget(struct inode *inode);
+void pohmel_wb_attr_discard(struct inode *inode);
 
 /* wb.c */
 bool pohmel_wb_keeps_dirty(struct inode *inode);
@@ -333,10 +341,12 @@ void pohmel_wb_new_dir_size(struct pohmel_sb_info *sbi, u16 op,
 			    const struct pohmel_fattr *obj);
 int pohmel_wb_create(struct inode *dir, struct dentry *dentry, u16 op,
 		     umode_t mode, dev_t rdev, const char *target);
+int pohmel_wb_unlink(struct inode *dir, struct dentry *dentry);
 int pohmel_wb_flush(struct pohmel_sb_info *sbi);
 void pohmel_wb_recall_begin(struct pohmel_sb_info *sbi);
 void pohmel_wb_recall_end(struct pohmel_sb_info *sbi);
 void pohmel_wb_age(struct work_struct *work);
+void pohmel_wb_reconnected_work(struct work_struct *work);
 void pohmel_wb_shutdown(struct pohmel_sb_info *sbi);
 void pohmel_touch_dir(struct inode *dir, const struct timespec64 *now);
 bool pohmel_acl_create_plain(struct inode *dir, umode_t *mode);

@@ -169,9 +169,15 @@ int pohmel_rpc_lookup_nolog(struct pohmel_conn *c,
 	return lookup(c, dir, name, len, fa, false);
 }
 
-int pohmel_rpc_remove(struct pohmel_conn *c, u16 op,
-		      const struct pohmel_foid *dir, const char *name, u32 len,
-		      const struct pohmel_forget *fg, struct pohmel_fattr *fdir)
+/*
+ * An UNLINK/RMDIR as the current credentials, with what it gives up (@fg,
+ * may be NULL), built but not sent: pohmel_rpc_remove() calls it, the
+ * log (wb.c) batches it.
+ */
+struct pohmel_req *pohmel_rpc_remove_req(struct pohmel_conn *c, u16 op,
+					 const struct pohmel_foid *dir,
+					 const char *name, u32 len,
+					 const struct pohmel_forget *fg)
 {
 	u32 ext = fg && fg->flags ? POHMEL_REMOVE_EXT_SIZE + fg->n * 8 : 0;
 	struct pohmel_remove_ext *x;
@@ -182,10 +188,10 @@ int pohmel_rpc_remove(struct pohmel_conn *c, u16 op,
 	int err = check_name_arg(name, len);
 
 	if (err)
-		return err;
+		return ERR_PTR(err);
 	req = pohmel_req_alloc(c, op, POHMEL_NAME_REQ_SIZE + ext + len, true);
 	if (!req)
-		return -ENOMEM;
+		return ERR_PTR(-ENOMEM);
 	b = pohmel_req_append(req, POHMEL_NAME_REQ_SIZE);
 	put_oid(&b->dir, dir);
 	b->namelen = cpu_to_be16(len);
@@ -202,6 +208,19 @@ int pohmel_rpc_remove(struct pohmel_conn *c, u16 op,
 		}
 	}
 	pohmel_req_append_name(req, name, len);
+	return req;
+}
+
+int pohmel_rpc_remove(struct pohmel_conn *c, u16 op,
+		      const struct pohmel_foid *dir, const char *name, u32 len,
+		      const struct pohmel_forget *fg, struct pohmel_fattr *fdir)
+{
+	struct pohmel_req *req = pohmel_rpc_remove_req(c, op, dir, name, len,
+						       fg);
+	int err;
+
+	if (IS_ERR(req))
+		return PTR_ERR(req);
 	err = pohmel_rpc_call(c, req);
 	if (err)
 		return err;
@@ -244,11 +263,22 @@ int pohmel_rpc_setattr(struct pohmel_conn *c, const struct pohmel_foid *oid,
 	return 0;
 }
 
+/* Whether @op's reply is the directory's attributes alone (a removal). */
+static bool removal(u16 op)
+{
+	return op == POHMEL_OP_UNLINK || op == POHMEL_OP_RMDIR;
+}
+
+/* A create's reply (object, directory), or a removal's (directory). */
 static void decode_entry(struct pohmel_req *req, struct pohmel_fattr *obj,
 			 struct pohmel_fattr *dir)
 {
-	reply_attr(req, req->rbuf, obj);
-	reply_attr(req, req->rbuf + POHMEL_ATTR_SIZE, dir);
+	if (removal(req->op)) {
+		reply_attr(req, req->rbuf, dir);
+	} else {
+		reply_attr(req, req->rbuf, obj);
+		reply_attr(req, req->rbuf + POHMEL_ATTR_SIZE, dir);
+	}
 	pohmel_req_put(req);
 }
 
@@ -323,9 +353,12 @@ int pohmel_rpc_create(struct pohmel_conn *c, u16 op,
 	return 0;
 }
 
-/* A request of pohmel_rpc_create_req() alone, without the log's hook. */
-int pohmel_rpc_create_send(struct pohmel_conn *c, struct pohmel_req *req,
-			   struct pohmel_fattr *obj, struct pohmel_fattr *pdir)
+/*
+ * A request of pohmel_rpc_create_req() or _remove_req() alone, without
+ * the log's hook (@obj is left alone for a removal).
+ */
+int pohmel_rpc_log_send(struct pohmel_conn *c, struct pohmel_req *req,
+			struct pohmel_fattr *obj, struct pohmel_fattr *pdir)
 {
 	int err = send(c, req);
 
@@ -385,9 +418,9 @@ put:
 }
 
 /*
- * The next inner reply of an answered BATCH of creates (@off: where it
- * starts, advanced): 0 with the new object's and the directory's
- * attributes, or the server's -errno for it. The reply was checked whole
+ * The next inner reply of an answered BATCH of creates and removals
+ * (@off: where it starts, advanced): 0 with the new object's (a create's
+ * only) and the directory's attributes, or the server's -errno for it. The reply was checked whole
  * on arrival (proto.c check_batch).
  */
 int pohmel_rpc_batch_entry(struct pohmel_req *b, u32 *off,
@@ -400,6 +433,10 @@ int pohmel_rpc_batch_entry(struct pohmel_req *b, u32 *off,
 	*off += POHMEL_HDR_SIZE + be32_to_cpu(h->len);
 	if (status)
 		return pohmel_status_to_errno(status);
+	if (removal(be16_to_cpu(h->op))) {
+		reply_attr(b, body, pdir);
+		return 0;
+	}
 	reply_attr(b, body, obj);
 	reply_attr(b, body + POHMEL_ATTR_SIZE, pdir);
 	return 0;

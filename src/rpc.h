@@ -104,8 +104,8 @@ struct pohmel_req *pohmel_rpc_create_req(struct pohmel_conn *c, u16 op,
 					 u32 rdev, u32 flags,
 					 const char *target, u32 tlen, u64 id,
 					 const struct timespec64 *t);
-int pohmel_rpc_create_send(struct pohmel_conn *c, struct pohmel_req *req,
-			   struct pohmel_fattr *obj, struct pohmel_fattr *pdir);
+int pohmel_rpc_log_send(struct pohmel_conn *c, struct pohmel_req *req,
+			struct pohmel_fattr *obj, struct pohmel_fattr *pdir);
 struct pohmel_req *pohmel_rpc_batch(struct pohmel_conn *c,
 				    struct pohmel_req **in, u32 n);
 int pohmel_rpc_batch_entry(struct pohmel_req *b, u32 *off,
@@ -132,6 +132,10 @@ struct pohmel_forget {
 	struct list_head list;
 };
 
+struct pohmel_req *pohmel_rpc_remove_req(struct pohmel_conn *c, u16 op,
+					 const struct pohmel_foid *dir,
+					 const char *name, u32 len,
+					 const struct pohmel_forget *fg);
 int pohmel_rpc_remove(struct pohmel_conn *c, u16 op,
 		      const struct pohmel_foid *dir, const char *name, u32 len,
 		      const struct pohmel_forget *fg, struct pohmel_fattr *fdir);

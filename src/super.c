@@ -671,6 +671,7 @@ static void pohmel_kill_sb(struct super_block *sb)
 		pohmel_rpc_bye(c);
 	}
 	pohmel_conn_stop(c);
+	cancel_work_sync(&sbi->wb.reconnected);	/* none is queued now */
 	pohmel_free_sbi(sbi);
 }
 

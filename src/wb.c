@@ -15,6 +15,10 @@
  * creates it may depend on, and another client, whose lookup or listing
  * of the directory recalls the grant, sees every name made under it.
  *
+ * Unlink of a file held EXCL in such a directory, by its last name and
+ * open nowhere, is local too (pohmel_wb_unlink): an UNLINK on the log,
+ * or, while the file's own create is still there, nothing at all.
+ *
  * Lock rules:
  * - wb->lock (spinlock) protects the log and the id pool.
  * - wb->flush_mu serializes flushes: entries leave the log in order and
@@ -28,15 +32,18 @@
  *   to the server while it is held shared.
  */
 #include <linux/cred.h>
+#include <linux/mm.h>
 #include <linux/slab.h>
+#include <linux/writeback.h>
 
 #include "pohmel.h"
 
 struct pohmel_wb_ent {
 	struct list_head list;		/* wb->log; wb->lock */
 	struct inode *dir;		/* held */
-	struct inode *inode;		/* held: made locally */
-	const struct cred *cred;	/* the creator's */
+	struct inode *inode;		/* held: made or removed locally */
+	const struct cred *cred;	/* the creator's or remover's */
+	struct pohmel_forget *fg;	/* a removal's: what it gives up */
 	u64 id;
 	struct timespec64 time;		/* the times the creator saw */
 	u16 op;
@@ -60,6 +67,7 @@ void pohmel_wb_init(struct pohmel_sb_info *sbi)
 	INIT_LIST_HEAD(&wb->log);
 	init_rwsem(&wb->grant_sem);
 	INIT_DELAYED_WORK(&wb->age, pohmel_wb_age);
+	INIT_WORK(&wb->reconnected, pohmel_wb_reconnected_work);
 	wb->dir_size = 4096;
 }
 
@@ -229,6 +237,7 @@ locked:
 	/* on the log before the name is visible: see rpc.c */
 	spin_lock(&wb->lock);
 	list_add_tail(&ent->list, &wb->log);
+	POHMEL_I(inode)->wb_create = ent;
 	spin_unlock(&wb->lock);
 	atomic_inc(&sbi->conn.wb_pending);
 	atomic64_inc(&sbi->stats.wb_local);
@@ -296,11 +305,48 @@ static void write_unkept(struct inode *inode, const struct pohmel_fattr *obj)
 	queue_work(system_wq, &u->work);
 }
 
+static bool ent_removal(const struct pohmel_wb_ent *ent)
+{
+	return ent->op == POHMEL_OP_UNLINK || ent->op == POHMEL_OP_RMDIR;
+}
+
+/* A removal's answer: the handles and grant it gave up go, or come back. */
+static void removal_done(struct pohmel_sb_info *sbi,
+			 struct pohmel_wb_ent *ent, int err, u32 gen,
+			 struct pohmel_fattr *pdir)
+{
+	pohmel_forget_end(ent->inode, ent->fg, !err);
+	kfree(ent->fg);
+	ent->fg = NULL;
+	if (!err) {
+		pohmel_write_through_done(ent->dir, gen);
+		if (pdir)
+			pohmel_refresh_inode(ent->dir, pdir,
+					     POHMEL_REFRESH_OWN);
+		else
+			pohmel_invalidate_attrs(ent->dir);
+		atomic64_inc(&sbi->stats.wb_flushed);
+		return;
+	}
+	atomic64_inc(&sbi->stats.wb_errors);
+	pr_warn_ratelimited("%s (%pISpc): a removal made locally in directory %llu (\"%.*s\") failed on the server: error %d\n",
+			    sbi->conn.name, &sbi->conn.addr, POHMEL_I(ent->dir)->oid.id,
+			    ent->namelen, ent->data, err);
+	mapping_set_error(ent->dir->i_mapping, err);
+	pohmel_invalidate_attrs(ent->dir);
+	pohmel_dcache_drop(ent->dir);
+	pohmel_invalidate_attrs(ent->inode);
+}
+
 /* What the server answered for @ent (0 or -errno, not transient). */
 static void flush_done(struct pohmel_sb_info *sbi, struct pohmel_wb_ent *ent,
 		       int err, u32 gen, struct pohmel_fattr *obj,
 		       struct pohmel_fattr *pdir)
 {
+	if (ent_removal(ent)) {
+		removal_done(sbi, ent, err, gen, pdir);
+		return;
+	}
 	if (!err) {
 		pohmel_wb_new_dir_size(sbi, ent->op, obj);
 		pohmel_write_through_done(ent->dir, gen);
@@ -326,13 +372,20 @@ static void flush_done(struct pohmel_sb_info *sbi, struct pohmel_wb_ent *ent,
 	pohmel_invalidate_attrs(ent->inode);
 }
 
-/* @ent's CREATE, as its creator, built but not sent. */
+/* @ent's request, as its maker, built but not sent. */
 static struct pohmel_req *ent_req(struct pohmel_sb_info *sbi,
 				  struct pohmel_wb_ent *ent)
 {
 	const struct cred *old = override_creds(ent->cred);
 	struct pohmel_req *req;
 
+	if (ent_removal(ent)) {
+		req = pohmel_rpc_remove_req(&sbi->conn, ent->op,
+					    &POHMEL_I(ent->dir)->oid,
+					    ent->data, ent->namelen, ent->fg);
+		revert_creds(old);
+		return req;
+	}
 	req = pohmel_rpc_create_req(&sbi->conn, ent->op,
 				    &POHMEL_I(ent->dir)->oid, ent->data,
 				    ent->namelen, ent->mode, ent->rdev,
@@ -352,7 +405,7 @@ static int flush_one(struct pohmel_sb_info *sbi, struct pohmel_wb_ent *ent)
 	int err;
 
 	err = IS_ERR(req) ? PTR_ERR(req) :
-	      pohmel_rpc_create_send(&sbi->conn, req, &obj, &pdir);
+	      pohmel_rpc_log_send(&sbi->conn, req, &obj, &pdir);
 	if (pohmel_err_transient(err))
 		return err;
 	flush_done(sbi, ent, err, gen, &obj, &pdir);
@@ -360,11 +413,13 @@ static int flush_one(struct pohmel_sb_info *sbi, struct pohmel_wb_ent *ent)
 }
 
 /*
- * @ent's create was sent, but its outcome is unknown (the reply was
- * malformed and the connection dropped: -EIO; a soft timeout): ask the
- * server. Its delegated id under its name means it was applied (sent
- * again it would be refused: the id is used); else it is sent now.
- * 0, or a transient error (it stays on the log).
+ * @ent was sent, but its outcome is unknown (the reply was malformed and
+ * the connection dropped: -EIO; a soft timeout): ask the server. A
+ * create's delegated id under its name means it was applied (sent again
+ * it would be refused: the id is used); a removal was applied unless the
+ * name still leads to its object (nobody else can make the name while
+ * the directory is ours). Else it is sent now. 0, or a transient error
+ * (it stays on the log).
  */
 static int settle_one(struct pohmel_sb_info *sbi, struct pohmel_wb_ent *ent)
 {
@@ -379,7 +434,9 @@ static int settle_one(struct pohmel_sb_info *sbi, struct pohmel_wb_ent *ent)
 	revert_creds(old);
 	if (pohmel_err_transient(err))
 		return err;
-	if (err || obj.oid.id != ent->id)
+	if (ent_removal(ent) ?
+	    !err && obj.oid.id == POHMEL_I(ent->inode)->oid.id :
+	    err || obj.oid.id != ent->id)
 		return flush_one(sbi, ent);
 	atomic64_inc(&sbi->stats.wb_settled);
 	flush_done(sbi, ent, 0, gen, &obj, NULL);
@@ -426,6 +483,10 @@ static u32 flush_batch(struct pohmel_sb_info *sbi,
 
 static void free_ent(struct pohmel_wb_ent *ent)
 {
+	if (ent->fg) {		/* never sent: the handles are the inode's */
+		pohmel_forget_end(ent->inode, ent->fg, false);
+		kfree(ent->fg);
+	}
 	iput(ent->inode);
 	iput(ent->dir);
 	put_cred(ent->cred);
@@ -440,8 +501,13 @@ static void drop_first(struct pohmel_sb_info *sbi,
 	u32 i;
 
 	spin_lock(&wb->lock);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		struct pohmel_inode *pi = POHMEL_I(ents[i]->inode);
+
 		list_del(&ents[i]->list);
+		if (pi->wb_create == ents[i])
+			pi->wb_create = NULL;
+	}
 	spin_unlock(&wb->lock);
 	for (i = 0; i < n; i++) {
 		atomic_dec(&sbi->conn.wb_pending);
@@ -463,11 +529,18 @@ static u32 take_first(struct pohmel_sb_info *sbi,
 	room = room > 8192 ? room - 4096 : 4096;	/* the BATCH's own */
 	spin_lock(&wb->lock);
 	list_for_each_entry(ent, &wb->log, list) {
-		/* header, groups, body, id, name, target; or the reply */
+		/*
+		 * header, groups, body (a create's: id, time; a removal's:
+		 * the handles it closes), name, target; or the reply
+		 */
+		u32 body = ent_removal(ent) ?
+			   POHMEL_NAME_REQ_SIZE + POHMEL_REMOVE_EXT_SIZE +
+			   8 * POHMEL_REMOVE_HANDLES_MAX :
+			   POHMEL_CREATE_SIZE + 8 +
+			   sizeof(struct pohmel_time) + ent->tlen;
 		u32 size = max_t(u32, POHMEL_HDR_SIZE +
-				 4 * (POHMEL_MAX_GROUPS + 1) +
-				 POHMEL_CREATE_SIZE + 8 + ent->namelen +
-				 ent->tlen,
+				 4 * (POHMEL_MAX_GROUPS + 1) + body +
+				 ent->namelen,
 				 POHMEL_HDR_SIZE + 2 * POHMEL_ATTR_SIZE);
 
 		if (n == max || (n && size > room - used))
@@ -559,6 +632,35 @@ void pohmel_wb_age(struct work_struct *work)
 }
 
 /*
+ * The connection came back (conn.c): the grants ended with the old one,
+ * so what was kept under them (the log, dirty pages and attributes) goes
+ * now, before a change made meanwhile in the export is taken for ours,
+ * not when the flusher gets to it. Not from the connection's thread.
+ */
+void pohmel_wb_reconnected_work(struct work_struct *work)
+{
+	struct pohmel_wb *wb = container_of(work, struct pohmel_wb,
+					    reconnected);
+	struct pohmel_sb_info *sbi = container_of(wb, struct pohmel_sb_info,
+						  wb);
+
+	if (READ_ONCE(sbi->umounting))
+		return;
+	pohmel_wb_flush(sbi);
+	/* takes s_umount with a trylock: a no-op once umount began */
+	try_to_writeback_inodes_sb(sbi->sb, WB_REASON_SYNC);
+}
+
+void pohmel_wb_reconnected(struct pohmel_conn *c)
+{
+	struct pohmel_sb_info *sbi = container_of(c, struct pohmel_sb_info,
+						  conn);
+
+	if (sbi->opts.writeback && !READ_ONCE(sbi->umounting))
+		queue_work(system_unbound_wq, &sbi->wb.reconnected);
+}
+
+/*
  * umount: the log goes out if the server is there; what cannot go is
  * dropped and logged (as dirty data of a forced umount is).
  */
@@ -575,10 +677,148 @@ void pohmel_wb_shutdown(struct pohmel_sb_info *sbi)
 	list_splice_init(&wb->log, &left);
 	spin_unlock(&wb->lock);
 	list_for_each_entry_safe(ent, tmp, &left, list) {
-		pr_warn("%s (%pISpc): umount: a create made locally (\"%.*s\") never reached the server\n",
-			sbi->conn.name, &sbi->conn.addr, ent->namelen, ent->data);
+		pr_warn("%s (%pISpc): umount: a %s made locally (\"%.*s\") never reached the server\n",
+			sbi->conn.name, &sbi->conn.addr,
+			ent_removal(ent) ? "removal" : "create", ent->namelen,
+			ent->data);
 		atomic_dec(&sbi->conn.wb_pending);
 		list_del(&ent->list);
+		spin_lock(&wb->lock);
+		if (POHMEL_I(ent->inode)->wb_create == ent)
+			POHMEL_I(ent->inode)->wb_create = NULL;
+		spin_unlock(&wb->lock);
 		free_ent(ent);
 	}
+}
+
+/*
+ * May @dentry's object go from @dir without a round trip? Both held
+ * EXCL; its last name, and open nowhere (no file holds the dentry: the
+ * test NFS's silly rename makes); not a directory; no page of it
+ * written but not yet stable (commit.c would chase an object gone).
+ */
+static bool removable(struct inode *dir, struct dentry *dentry)
+{
+	struct inode *inode = d_inode(dentry);
+	struct pohmel_inode *pi;
+	bool alone;
+
+	if (!inode || S_ISDIR(inode->i_mode) || inode->i_nlink != 1 ||
+	    pohmel_grant(dir, NULL) != POHMEL_GRANT_EXCL ||
+	    pohmel_grant(inode, NULL) != POHMEL_GRANT_EXCL)
+		return false;
+	spin_lock(&dentry->d_lock);
+	alone = d_count(dentry) == 1;
+	spin_unlock(&dentry->d_lock);
+	if (!alone)
+		return false;
+	pi = POHMEL_I(inode);
+	spin_lock(&pi->lock);
+	alone = list_empty(&pi->unstable);
+	spin_unlock(&pi->lock);
+	return alone;
+}
+
+/*
+ * @inode's create, taken off the log if it is still there and no flush
+ * has it: then the server never heard of the object (anything sent
+ * about it sends the log first), and neither need go.
+ */
+static struct pohmel_wb_ent *take_create(struct pohmel_wb *wb,
+					 struct inode *inode)
+{
+	struct pohmel_wb_ent *ce;
+
+	if (!mutex_trylock(&wb->flush_mu))
+		return NULL;	/* a flush may be sending it: we follow it */
+	spin_lock(&wb->lock);
+	ce = POHMEL_I(inode)->wb_create;
+	if (ce) {
+		list_del(&ce->list);
+		POHMEL_I(inode)->wb_create = NULL;
+	}
+	spin_unlock(&wb->lock);
+	mutex_unlock(&wb->flush_mu);
+	return ce;
+}
+
+/*
+ * Unlink @dentry from @dir locally (see removable()): its UNLINK goes on
+ * the log, carrying the idle handles and the grant it gives up
+ * (POHMEL_FEAT_FORGET); if its create is still on the log, both go
+ * and nothing is sent. 0 when done, -EAGAIN when it must go to the
+ * server now.
+ */
+int pohmel_wb_unlink(struct inode *dir, struct dentry *dentry)
+{
+	struct pohmel_sb_info *sbi = POHMEL_SB(dir->i_sb);
+	struct inode *inode = d_inode(dentry);
+	struct pohmel_wb *wb = &sbi->wb;
+	struct pohmel_wb_ent *ent, *ce;
+	struct pohmel_forget *fg;
+	struct timespec64 now;
+
+	if (!wb_usable(dir) ||
+	    !(READ_ONCE(sbi->conn.sess.features) & POHMEL_FEAT_FORGET) ||
+	    !removable(dir, dentry))
+		return -EAGAIN;
+	ent = kzalloc(sizeof(*ent) + dentry->d_name.len, GFP_KERNEL);
+	fg = kmalloc(sizeof(*fg), GFP_KERNEL);
+	if (!ent || !fg)
+		goto free;
+	/*
+	 * Its last name goes and no file has it: its pages are of no use
+	 * (as on a local filesystem), and none is dirtied again. Before
+	 * grant_sem: truncation waits for a WRITE that may be in flight.
+	 */
+	truncate_inode_pages(inode->i_mapping, 0);
+	down_read(&wb->grant_sem);
+	if (!removable(dir, dentry))
+		goto unlock;
+	pohmel_forget_begin(inode, POHMEL_OP_UNLINK, fg);
+	if (!(fg->flags & POHMEL_REMOVE_RELEASE)) {	/* a handle in use */
+		pohmel_forget_end(inode, fg, false);
+		goto unlock;
+	}
+	pohmel_wb_attr_discard(inode);
+	ce = take_create(wb, inode);
+	if (!ce) {
+		ent->dir = igrab(dir);
+		ihold(inode);
+		ent->inode = inode;
+		ent->cred = get_current_cred();
+		ent->fg = fg;
+		ent->op = POHMEL_OP_UNLINK;
+		ent->namelen = dentry->d_name.len;
+		memcpy(ent->data, dentry->d_name.name, ent->namelen);
+		spin_lock(&wb->lock);
+		list_add_tail(&ent->list, &wb->log);
+		spin_unlock(&wb->lock);
+		atomic_inc(&sbi->conn.wb_pending);
+	}
+	atomic64_inc(&sbi->stats.wb_removed);
+	now = current_time(dir);
+	pohmel_touch_dir(dir, &now);
+	pohmel_dcache_remove(dir, &dentry->d_name);
+	inode_set_ctime_to_ts(inode, now);
+	drop_nlink(inode);
+	up_read(&wb->grant_sem);
+	if (ce) {
+		atomic_dec(&sbi->conn.wb_pending);
+		atomic64_inc(&sbi->stats.wb_cancelled);
+		pohmel_forget_end(inode, fg, true);
+		kfree(fg);
+		free_ent(ce);
+		kfree(ent);
+		return 0;
+	}
+	queue_delayed_work(system_wq, &wb->age, sbi->opts.wb_delay * HZ);
+	return 0;
+
+unlock:
+	up_read(&wb->grant_sem);
+free:
+	kfree(fg);
+	kfree(ent);
+	return -EAGAIN;
 }

@@ -233,3 +233,18 @@ void pohmel_wb_attr_forget(struct inode *inode)
 		put_cred(pi->dsa_cred);
 	pi->dsa_cred = NULL;
 }
+
+/* @inode's last name went locally (wb.c): what it had pending is moot. */
+void pohmel_wb_attr_discard(struct inode *inode)
+{
+	struct pohmel_inode *pi = POHMEL_I(inode);
+	const struct cred *cred;
+
+	spin_lock(&pi->lock);
+	pi->dsa.valid = 0;
+	cred = pi->dsa_cred;
+	pi->dsa_cred = NULL;
+	spin_unlock(&pi->lock);
+	if (cred)
+		put_cred(cred);
+}

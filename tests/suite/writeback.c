@@ -38,6 +38,7 @@
 #define N	40
 #define NF	20
 #define MTIME	1234567890
+#define NU	20
 
 static const char *wbmnt;
 
@@ -124,6 +125,125 @@ static int mode0_file(const char *wb, const char *ex)
 	}
 	snprintf(p, sizeof(p), "%s/u/m0", ex);
 	return read_file(p, got, sizeof(got)) == 5 && !memcmp(got, "hello", 5);
+}
+
+/* Make NU files u0.. in DIR, written and closed (creates on the log). */
+static int make_files(const char *dir)
+{
+	char p[4300];
+	int i;
+
+	for (i = 0; i < NU; i++) {
+		snprintf(p, sizeof(p), "%s/u%d", dir, i);
+		if (write_file(p, "bye", 3, O_EXCL, 0644))
+			return 0;
+	}
+	return 1;
+}
+
+/* How many of u0.. are in DIR. */
+static int count_files(const char *dir)
+{
+	struct stat st;
+	char p[4300];
+	int i, n = 0;
+
+	for (i = 0; i < NU; i++) {
+		snprintf(p, sizeof(p), "%s/u%d", dir, i);
+		n += lstat(p, &st) == 0;
+	}
+	return n;
+}
+
+static int unlink_files(const char *dir)
+{
+	char p[4300];
+	int i;
+
+	for (i = 0; i < NU; i++) {
+		snprintf(p, sizeof(p), "%s/u%d", dir, i);
+		if (unlink(p))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Unlink under the directory write grant (wb.c pohmel_wb_unlink), in
+ * WB's directory D held EXCL (D2: through mount 2, EX: in the export):
+ *   cancel  files made and unlinked before any flush: nothing at all is
+ *           sent, and the export never has them;
+ *   logged  files flushed first (fsync of D), then unlinked: no UNLINK
+ *           sent, the export still has them, mount 2's lookup recalls
+ *           the grant and then neither it nor the export has them;
+ *   open    a file unlinked while open goes to the server at once (its
+ *           handle keeps it there) and is still read through the fd.
+ */
+static void unlinks(const char *d, const char *d2, const char *ex)
+{
+	long long s0, s1, r0, x0, e0;
+	char p[4300], got[8];
+	int fd, ok;
+
+	s0 = creates() + mstat("unlink") + mstat("open") + mstat("write");
+	r0 = mstat("wb_removed");
+	x0 = mstat("wb_cancelled");
+	ok = make_files(d) && unlink_files(d);
+	s1 = creates() + mstat("unlink") + mstat("open") + mstat("write");
+	tap_check(ok && s0 >= 0 && s1 == s0,
+			 "writeback: unlink: cancel: %d files made, written, closed and unlinked: no CREATE, OPEN, WRITE or UNLINK sent (%lld -> %lld)",
+			 NU, s0, s1);
+	tap_check(mstat("wb_cancelled") == x0 + NU &&
+			 mstat("wb_removed") == r0 + NU,
+			 "writeback: unlink: cancel: mountstats wb_removed and wb_cancelled count them (%lld, %lld more)",
+			 mstat("wb_removed") - r0, mstat("wb_cancelled") - x0);
+	fd = open(d, O_RDONLY | O_DIRECTORY);
+	ok = fd >= 0 && fsync(fd) == 0;
+	tap_check(ok && count_files(d) == 0 && count_files(ex) == 0 &&
+			 mstat("unlink") + creates() + mstat("open") + mstat("write") == s0,
+			 "writeback: unlink: cancel: after fsync of the directory neither the mount nor the export has them, and still nothing was sent");
+
+	e0 = mstat("wb_errors");
+	ok = make_files(d) && fd >= 0 && fsync(fd) == 0;
+	tap_check(ok && count_files(ex) == NU,
+			 "writeback: unlink: logged: %d files made and flushed (fsync of the directory): the export has them (%d)",
+			 NU, count_files(ex));
+	s0 = mstat("unlink");
+	r0 = mstat("wb_removed");
+	ok = unlink_files(d);
+	s1 = mstat("unlink");
+	tap_check(ok && s1 == s0 && mstat("wb_removed") == r0 + NU &&
+			 count_files(d) == 0,
+			 "writeback: unlink: logged: unlinked, gone from the mount, no UNLINK sent (%lld -> %lld; wb_removed +%lld)",
+			 s0, s1, mstat("wb_removed") - r0);
+	tap_check(count_files(ex) == NU,
+			 "writeback: unlink: logged: the export still has them (%d of %d)",
+			 count_files(ex), NU);
+	tap_check(count_files(d2) == 0,
+			 "writeback: unlink: logged: mount 2's lookups recall the grant and find none (%d)",
+			 count_files(d2));
+	tap_check(count_files(ex) == 0 && mstat("unlink") == s0 + NU &&
+			 mstat("wb_errors") == e0,
+			 "writeback: unlink: logged: then the export has none either: %lld UNLINKs sent, no error",
+			 mstat("unlink") - s0);
+	if (fd >= 0)
+		close(fd);
+
+	snprintf(p, sizeof(p), "%s/uo", d);
+	ok = write_file(p, "open", 4, O_EXCL, 0644) == 0;
+	fd = ok ? open(p, O_RDONLY) : -1;
+	s0 = mstat("unlink");
+	r0 = mstat("wb_removed");
+	ok = fd >= 0 && unlink(p) == 0;
+	tap_check(ok && mstat("unlink") == s0 + 1 &&
+			 mstat("wb_removed") == r0,
+			 "writeback: unlink: open: a file unlinked while open goes to the server at once (UNLINKs %lld -> %lld)",
+			 s0, mstat("unlink"));
+	tap_check(fd >= 0 && pread(fd, got, sizeof(got), 0) == 4 &&
+			 !memcmp(got, "open", 4),
+			 "writeback: unlink: open: and is read through its fd after");
+	if (fd >= 0)
+		close(fd);
 }
 
 int main(int argc, char **argv)
@@ -287,6 +407,9 @@ int main(int argc, char **argv)
 		usleep(100000);
 	tap_check(lstat(p, &st) == 0,
 		  "writeback: age: with nothing else sent, it reaches the export by itself");
+
+	/* unlink */
+	unlinks(d, d2, ex);
 
 	/*
 	 * conflict: the server has no such name yet; make one there before
