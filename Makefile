@@ -128,8 +128,8 @@ MATRIX_FULL := $(filter-out $(SUITES_LIGHT),$(SUITES))
 # In make check the seal group's sections after its relay faults (hello,
 # cipher, hello-slow, rekey, wire, keys) are split between the oldest and
 # newest kernel too (each also runs on a light kernel). The hostile
-# scenarios, the seal group's relay faults and the options group's parts
-# are split between each full kernel and the light kernel of the other
+# scenarios, the seal group's relay faults and the options and writeback
+# groups' parts are split between each full kernel and the light kernel of the other
 # generation (the Kth full kernel runs the part of the Kth light kernel
 # from the end: bullseye as trixie, sid as bookworm), so each runs
 # on an old and on a new kernel: twice, not three times (stop 32's CI ran
@@ -152,7 +152,7 @@ check-qemu:
 	if [ -n "$(MATRIX_FULL_SPLIT)" ]; then k=0; n=$(words $(MATRIX_FULL)); for s in $(MATRIX_FULL); do \
 		k=$$((k + 1)); pairs=; \
 		if [ $$n = $(words $(MATRIX_LIGHT)) ]; then j=$$((n + 1 - k)); \
-			pairs="--set POHMEL_HOSTILE_PART=$$j/$$n --set POHMEL_SEAL_PART=$$j/$$n --set POHMEL_OPTIONS_PART=$$j/$$n"; fi; \
+			pairs="--set POHMEL_HOSTILE_PART=$$j/$$n --set POHMEL_SEAL_PART=$$j/$$n --set POHMEL_OPTIONS_PART=$$j/$$n --set POHMEL_WRITEBACK_PART=$$j/$$n"; fi; \
 		tests/qemu/matrix --timeout $(MATRIX_TIMEOUT) $(MATRIX_FULL_OPTS) $$s -- \
 			$(SUITE_ARGS) --set $(MATRIX_FULL_SPLIT)=$$k/$$n $$pairs || m=1; done; \
 	elif [ -n "$(MATRIX_FULL)" ]; then tests/qemu/matrix --timeout $(MATRIX_TIMEOUT) --jobs $(MATRIX_JOBS) \
@@ -160,7 +160,8 @@ check-qemu:
 	k=0; n=$(words $(MATRIX_LIGHT)); for s in $(MATRIX_LIGHT); do k=$$((k + 1)); \
 		tests/qemu/matrix --timeout $(MATRIX_TIMEOUT) $(MATRIX_LIGHT_OPTS) $$s -- $(SUITE_ARGS_LIGHT) \
 			--set POHMEL_HOSTILE_PART=$$k/$$n --set POHMEL_SEAL_PART=$$k/$$n \
-			--set POHMEL_OPTIONS_PART=$$k/$$n --set POHMEL_TOOLS_PART=$$k/$$n || m=1; done; \
+			--set POHMEL_OPTIONS_PART=$$k/$$n --set POHMEL_TOOLS_PART=$$k/$$n \
+			--set POHMEL_WRITEBACK_PART=$$k/$$n || m=1; done; \
 	h=0; tests/qemu/selftest/selftest $(SELFTEST_SUITE) || h=1; \
 	l=0; wait $$lpid || l=1; cat $(POHMEL_CACHE)/sparse.log; \
 	c=0; $(MAKE) check-powercut || c=1; \

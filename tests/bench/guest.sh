@@ -36,7 +36,8 @@ REPS=${BENCH_REPS:-3}
 DELAYS=${BENCH_DELAYS:-0.2 0}		# added round-trip times on lo, ms
 FSLIST=${BENCH_FS:-ext4 tmpfs pohmel-none pohmel-auth pohmel-seal nfs4 nfs3 smb3 9p}
 # pohmelfs is measured per protection: pohmel-none, pohmel-auth, pohmel-seal
-# (and pohmel-chacha: sec=seal with cipher=chacha20-poly1305)
+# (and pohmel-chacha: sec=seal with cipher=chacha20-poly1305; pohmel-wb:
+# sec=none with writeback=on)
 # remount the harness's two mounts with -o sec=none|auth|seal (through
 # mount.pohmel and the harness's key, tests/qemu/run --key). "pohmel" (the
 # harness's default mounts: sealed, as a key makes them) is an alias of
@@ -249,6 +250,7 @@ many_mount() {
 	case $1 in
 	pohmel-*) src=$MSRV:/ o=sec=$POHMEL_SEC
 		[ "$1" = pohmel-chacha ] && o=$o,cipher=chacha20-poly1305
+		[ "$1" = pohmel-wb ] && o=$o,writeback=on
 		o="-t pohmel -o $o" ;;
 	# no lock daemon in the namespaces (the workload takes no locks)
 	nfs3) src=$MSRV:$SRV/nfs3 o="-t nfs -o vers=3,nolock,$NFSOPTS" ;;
@@ -381,9 +383,9 @@ pohmel_remount() {
 POHMEL_SEC=	# what the harness mount points have now ("" = the harness's own mounts)
 # With CIPHER (pohmel-chacha): -o sec=SEC,cipher=CIPHER, and the protection
 # line must name CIPHER.
-pohmel_mount() {
+pohmel_mount() {	# SEC [CIPHER] [NAME] [MORE-OPTIONS]
 	local sec=$1 ci=${2:-} mp prot fs=pohmel-${3:-$1}
-	local o="sec=$sec${ci:+,cipher=$ci}"
+	local o="sec=$sec${ci:+,cipher=$ci}${4:+,$4}"
 	log "pohmelfs: remounting $POHMEL_MNT1 and $POHMEL_MNT2 with -o $o"
 	POHMEL_SEC=$sec
 	for mp in "$POHMEL_MNT2" "$POHMEL_MNT1"; do
@@ -489,11 +491,13 @@ fs_up() {
 			mount -t 9p -o "$o" 127.0.0.1 /mnt/bench-b >>"$OUT" 2>&1 ||
 			{ WHY="mount -t 9p -o $o: $(tail -n 3 "$OUT") $(tail -n 3 /var/tmp/diod.log)"; return 1; }
 		D1=/mnt/bench-a; D2=/mnt/bench-b ;;
-	pohmel-none|pohmel-auth|pohmel-seal|pohmel-chacha)
+	pohmel-none|pohmel-auth|pohmel-seal|pohmel-chacha|pohmel-wb)
 		[ -z "$POHMEL_FAIL" ] || { WHY=$POHMEL_FAIL; return 1; }
 		[ -n "${POHMEL_MNT1:-}" ] || { WHY="not mounted by the harness"; return 1; }
 		if [ "$1" = pohmel-chacha ]; then
 			pohmel_mount seal chacha20-poly1305 chacha || return 1
+		elif [ "$1" = pohmel-wb ]; then
+			pohmel_mount none "" wb writeback=on || return 1
 		else
 			pohmel_mount "${1#pohmel-}" || return 1
 		fi

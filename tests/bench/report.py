@@ -19,19 +19,20 @@ import os
 import statistics
 import sys
 
-FS_ORDER = ["ext4", "tmpfs", "pohmel", "pohmel-none", "pohmel-auth",
-            "pohmel-seal", "pohmel-chacha", "nfs3", "nfs4", "smb3", "9p"]
+FS_ORDER = ["ext4", "tmpfs", "pohmel", "pohmel-none", "pohmel-wb",
+            "pohmel-auth", "pohmel-seal", "pohmel-chacha", "nfs3", "nfs4", "smb3", "9p"]
 FS_LABEL = {"ext4": "ext4 (local)", "tmpfs": "tmpfs", "nfs3": "NFSv3 async",
             "nfs4": "NFSv4.2", "smb3": "SMB3 (Samba)", "9p": "9p (diod)",
             "pohmel": "pohmelfs",
             "pohmel-none": "pohmelfs (sec=none)",
+            "pohmel-wb": "pohmelfs (sec=none, writeback=on)",
             "pohmel-auth": "pohmelfs (sec=auth)",
             "pohmel-seal": "pohmelfs (sec=seal)",
             "pohmel-chacha": "pohmelfs (sec=seal, ChaCha20-Poly1305)"}
 # pohmelfs's columns: "pohmel" (older logs: the harness's default mounts,
 # without a key) and one per protection (guest.sh's pohmel-SEC).
-POHMEL = ("pohmel", "pohmel-none", "pohmel-auth", "pohmel-seal",
-          "pohmel-chacha")
+POHMEL = ("pohmel", "pohmel-none", "pohmel-wb", "pohmel-auth",
+          "pohmel-seal", "pohmel-chacha")
 # The column the targets are checked on: the default deployment
 # (sealed, with a key) when it was measured.
 TARGET_FS = ("pohmel-seal", "pohmel", "pohmel-auth", "pohmel-none")
