@@ -178,12 +178,19 @@ int op_idrange(struct req *r)
  */
 int idr_create_check(struct req *r, struct woid *want)
 {
+	static struct ratelimit rl = RATELIMIT_INIT;
 	const struct msg *m = r->m;
+	int err;
 
 	if (!(r->c->features & POHMEL_FEAT_IDRANGE) || !r->s)
 		return EOPNOTSUPP;
 	want->id = m->cid;
-	return session_id_check(r->s, m->cid, r->redo, &want->gen);
+	err = session_id_check(r->s, m->cid, r->redo, &want->gen);
+	if (err)
+		log_limited(&rl, LOG_WARNING,
+			    "%s: a create with id %llu refused: not in a range delegated to the session, or spent (ids of a range are used in increasing order)",
+			    r->c->peer, (unsigned long long)m->cid);
+	return err;
 }
 
 /* After the create: bind the delegated id to what is now at name. */

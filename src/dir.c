@@ -357,11 +357,9 @@ static int do_remove(struct inode *dir, struct dentry *dentry, u16 op)
 	u32 gen = pohmel_verf_gen(dir);
 	int err;
 
-	if (op == POHMEL_OP_UNLINK) {	/* on the write-back log if it can */
-		err = pohmel_wb_unlink(dir, dentry);
-		if (err != -EAGAIN)
-			return err;
-	}
+	err = pohmel_wb_remove(dir, dentry, op);	/* on the log if it can */
+	if (err != -EAGAIN)
+		return err;
 	/*
 	 * Sent first: applied after the unlink they would find nothing
 	 * (the data they write goes with the idle handles, still there).

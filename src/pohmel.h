@@ -82,13 +82,14 @@ struct pohmel_vfs_stats {
 	atomic64_t open_deferred;	/* a new file's OPEN left for first use */
 	atomic64_t wb_flushed;		/* ... and their creates sent */
 	atomic64_t wb_errors;		/* ... refused by the server */
-	atomic64_t wb_removed;		/* names unlinked locally (wb.c) */
+	atomic64_t wb_removed;		/* unlinks, rmdirs made locally */
 	atomic64_t wb_cancelled;	/* ... whose create never went */
 };
 
 /* The write-back log (wb.c, whose top says what each lock protects). */
 struct pohmel_wb {
 	struct mutex flush_mu;		/* one flush at a time, in order */
+	struct mutex create_mu;		/* id taken to entry logged: wb.c */
 	spinlock_t lock;		/* protects log, id_* */
 	struct list_head log;		/* pohmel_wb_ent, oldest first */
 	u64 id_next, id_end, id_gen;	/* delegated ids left */
@@ -284,6 +285,7 @@ void pohmel_dcache_add(struct inode *dir, const struct qstr *name,
 		       const struct pohmel_fattr *fa);
 void pohmel_dcache_remove(struct inode *dir, const struct qstr *name);
 void pohmel_dcache_new_dir(struct inode *dir);
+bool pohmel_dcache_empty(struct inode *dir);
 
 /* file.c */
 extern const struct file_operations pohmel_file_fops;
@@ -341,7 +343,7 @@ void pohmel_wb_new_dir_size(struct pohmel_sb_info *sbi, u16 op,
 			    const struct pohmel_fattr *obj);
 int pohmel_wb_create(struct inode *dir, struct dentry *dentry, u16 op,
 		     umode_t mode, dev_t rdev, const char *target);
-int pohmel_wb_unlink(struct inode *dir, struct dentry *dentry);
+int pohmel_wb_remove(struct inode *dir, struct dentry *dentry, u16 op);
 int pohmel_wb_flush(struct pohmel_sb_info *sbi);
 void pohmel_wb_recall_begin(struct pohmel_sb_info *sbi);
 void pohmel_wb_recall_end(struct pohmel_sb_info *sbi);

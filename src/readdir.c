@@ -319,6 +319,27 @@ void pohmel_dcache_remove(struct inode *dir, const struct qstr *name)
 	pohmel_dcache_put(dc);
 }
 
+/*
+ * Is @dir known empty: a complete listing under its grant epoch, every
+ * name in it removed (i_rwsem held)? false when unknown.
+ */
+bool pohmel_dcache_empty(struct inode *dir)
+{
+	struct pohmel_dcache *dc = dcache_get(dir, pohmel_grant_epoch(dir));
+	struct dc_ent *e;
+	bool empty = true;
+	u32 off;
+
+	if (!dc)
+		return false;
+	for (off = 0; off < dc->len && empty; off += DC_ENT_SIZE(e->namelen)) {
+		e = dc_at(dc, off);
+		empty = e->dead || e->type == DT_UNKNOWN;
+	}
+	pohmel_dcache_put(dc);
+	return empty;
+}
+
 /* A directory we just made, granted: its (empty) listing is complete. */
 void pohmel_dcache_new_dir(struct inode *dir)
 {

@@ -457,7 +457,8 @@ int pohmel_rpc_idrange(struct pohmel_conn *c, u32 want, u64 *start,
 	req->want = want;
 	b = pohmel_req_append(req, POHMEL_IDRANGE_SIZE);
 	b->count = cpu_to_be32(want);
-	err = pohmel_rpc_call(c, req);
+	/* it names no object: it need not send the log first */
+	err = send(c, req);
 	if (err)
 		return err;
 	r = (const void *)req->rbuf;

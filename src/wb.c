@@ -16,11 +16,16 @@
  * of the directory recalls the grant, sees every name made under it.
  *
  * Unlink of a file held EXCL in such a directory, by its last name and
- * open nowhere, is local too (pohmel_wb_unlink): an UNLINK on the log,
- * or, while the file's own create is still there, nothing at all.
+ * open nowhere, is local too (wb_remove.c).
  *
  * Lock rules:
  * - wb->lock (spinlock) protects the log and the id pool.
+ * - wb->create_mu: a creator holds it from taking its id until its
+ *   entry is on the log (under grant_sem shared), so that the log holds
+ *   a range's ids in increasing order: the server takes an id as
+ *   spending every id below it in its range, and refused (EINVAL) a
+ *   create whose id another creator had overtaken (the writeback stress
+ *   group's "write+rename: No such file or directory").
  * - wb->flush_mu serializes flushes: entries leave the log in order and
  *   are sent one at a time. Taken by whichever thread is about to send
  *   a request while the log is not empty (rpc.c), never while holding
@@ -32,27 +37,13 @@
  *   to the server while it is held shared.
  */
 #include <linux/cred.h>
-#include <linux/mm.h>
+#include <linux/fs.h>
+#include <linux/posix_acl.h>
 #include <linux/slab.h>
 #include <linux/writeback.h>
 
 #include "pohmel.h"
-
-struct pohmel_wb_ent {
-	struct list_head list;		/* wb->log; wb->lock */
-	struct inode *dir;		/* held */
-	struct inode *inode;		/* held: made or removed locally */
-	const struct cred *cred;	/* the creator's or remover's */
-	struct pohmel_forget *fg;	/* a removal's: what it gives up */
-	u64 id;
-	struct timespec64 time;		/* the times the creator saw */
-	u16 op;
-	u32 mode;
-	u32 rdev;
-	u16 namelen;
-	u16 tlen;
-	char data[];			/* name, then the symlink target */
-};
+#include "wb_int.h"
 
 #define POHMEL_WB_IDS	1024	/* ids asked for at a time */
 /* entries per BATCH: a bounded stack array, far inside the seq window */
@@ -63,6 +54,7 @@ void pohmel_wb_init(struct pohmel_sb_info *sbi)
 	struct pohmel_wb *wb = &sbi->wb;
 
 	mutex_init(&wb->flush_mu);
+	mutex_init(&wb->create_mu);
 	spin_lock_init(&wb->lock);
 	INIT_LIST_HEAD(&wb->log);
 	init_rwsem(&wb->grant_sem);
@@ -71,7 +63,7 @@ void pohmel_wb_init(struct pohmel_sb_info *sbi)
 	wb->dir_size = 4096;
 }
 
-static bool wb_usable(struct inode *dir)
+bool pohmel_wb_usable(struct inode *dir)
 {
 	struct pohmel_sb_info *sbi = POHMEL_SB(dir->i_sb);
 	u64 need = POHMEL_FEAT_IDRANGE | POHMEL_FEAT_ASK_GRANT |
@@ -188,7 +180,7 @@ int pohmel_wb_create(struct inode *dir, struct dentry *dentry, u16 op,
 	u64 id, gen = 0;
 	int tries;
 
-	if (!wb_usable(dir) || tlen > POHMEL_PATH_MAX)
+	if (!pohmel_wb_usable(dir) || tlen > POHMEL_PATH_MAX)
 		return -EAGAIN;
 	if (op != POHMEL_OP_SYMLINK && !pohmel_acl_create_plain(dir, &mode))
 		return -EAGAIN;
@@ -199,11 +191,13 @@ int pohmel_wb_create(struct inode *dir, struct dentry *dentry, u16 op,
 		if (!dir_excl(dir))
 			break;
 		down_read(&wb->grant_sem);
+		mutex_lock(&wb->create_mu);
 		spin_lock(&wb->lock);
 		id = take_id(wb, &gen);
 		spin_unlock(&wb->lock);
 		if (id && pohmel_grant(dir, NULL) == POHMEL_GRANT_EXCL)
 			goto locked;
+		mutex_unlock(&wb->create_mu);
 		up_read(&wb->grant_sem);
 		if (!id && refill_ids(sbi))
 			break;
@@ -215,11 +209,18 @@ locked:
 	local_attr(dir, op, mode, rdev, tlen, id, gen, &fa);
 	inode = pohmel_iget(dir->i_sb, &fa);
 	if (IS_ERR(inode)) {
+		mutex_unlock(&wb->create_mu);
 		up_read(&wb->grant_sem);
 		kfree(ent);
 		return PTR_ERR(inode);
 	}
 	set_bit(POHMEL_I_WB_NEW, &POHMEL_I(inode)->flags);
+	/*
+	 * No ACL came into it (pohmel_acl_create_plain): known, so that a
+	 * create in a new directory does not ask the server for its
+	 * default ACL (a GETXATTR, sending the log first).
+	 */
+	cache_no_acl(inode);
 	ent->dir = igrab(dir);
 	ihold(inode);
 	ent->inode = inode;
@@ -239,6 +240,7 @@ locked:
 	list_add_tail(&ent->list, &wb->log);
 	POHMEL_I(inode)->wb_create = ent;
 	spin_unlock(&wb->lock);
+	mutex_unlock(&wb->create_mu);
 	atomic_inc(&sbi->conn.wb_pending);
 	atomic64_inc(&sbi->stats.wb_local);
 
@@ -481,7 +483,7 @@ static u32 flush_batch(struct pohmel_sb_info *sbi,
 	return n;
 }
 
-static void free_ent(struct pohmel_wb_ent *ent)
+void pohmel_wb_free_ent(struct pohmel_wb_ent *ent)
 {
 	if (ent->fg) {		/* never sent: the handles are the inode's */
 		pohmel_forget_end(ent->inode, ent->fg, false);
@@ -511,7 +513,7 @@ static void drop_first(struct pohmel_sb_info *sbi,
 	spin_unlock(&wb->lock);
 	for (i = 0; i < n; i++) {
 		atomic_dec(&sbi->conn.wb_pending);
-		free_ent(ents[i]);
+		pohmel_wb_free_ent(ents[i]);
 	}
 }
 
@@ -602,6 +604,16 @@ int pohmel_wb_flush(struct pohmel_sb_info *sbi)
 	mutex_unlock(&wb->flush_mu);
 	if (ents != &one)
 		kfree(ents);
+	/*
+	 * Emptied: the age timer was for entries that went. A creator that
+	 * found it pending did not arm it, so look again after the cancel.
+	 */
+	if (!atomic_read(&sbi->conn.wb_pending)) {
+		cancel_delayed_work(&wb->age);
+		if (atomic_read(&sbi->conn.wb_pending))
+			queue_delayed_work(system_wq, &wb->age,
+					   sbi->opts.wb_delay * HZ);
+	}
 	return err;
 }
 
@@ -687,138 +699,6 @@ void pohmel_wb_shutdown(struct pohmel_sb_info *sbi)
 		if (POHMEL_I(ent->inode)->wb_create == ent)
 			POHMEL_I(ent->inode)->wb_create = NULL;
 		spin_unlock(&wb->lock);
-		free_ent(ent);
+		pohmel_wb_free_ent(ent);
 	}
-}
-
-/*
- * May @dentry's object go from @dir without a round trip? Both held
- * EXCL; its last name, and open nowhere (no file holds the dentry: the
- * test NFS's silly rename makes); not a directory; no page of it
- * written but not yet stable (commit.c would chase an object gone).
- */
-static bool removable(struct inode *dir, struct dentry *dentry)
-{
-	struct inode *inode = d_inode(dentry);
-	struct pohmel_inode *pi;
-	bool alone;
-
-	if (!inode || S_ISDIR(inode->i_mode) || inode->i_nlink != 1 ||
-	    pohmel_grant(dir, NULL) != POHMEL_GRANT_EXCL ||
-	    pohmel_grant(inode, NULL) != POHMEL_GRANT_EXCL)
-		return false;
-	spin_lock(&dentry->d_lock);
-	alone = d_count(dentry) == 1;
-	spin_unlock(&dentry->d_lock);
-	if (!alone)
-		return false;
-	pi = POHMEL_I(inode);
-	spin_lock(&pi->lock);
-	alone = list_empty(&pi->unstable);
-	spin_unlock(&pi->lock);
-	return alone;
-}
-
-/*
- * @inode's create, taken off the log if it is still there and no flush
- * has it: then the server never heard of the object (anything sent
- * about it sends the log first), and neither need go.
- */
-static struct pohmel_wb_ent *take_create(struct pohmel_wb *wb,
-					 struct inode *inode)
-{
-	struct pohmel_wb_ent *ce;
-
-	if (!mutex_trylock(&wb->flush_mu))
-		return NULL;	/* a flush may be sending it: we follow it */
-	spin_lock(&wb->lock);
-	ce = POHMEL_I(inode)->wb_create;
-	if (ce) {
-		list_del(&ce->list);
-		POHMEL_I(inode)->wb_create = NULL;
-	}
-	spin_unlock(&wb->lock);
-	mutex_unlock(&wb->flush_mu);
-	return ce;
-}
-
-/*
- * Unlink @dentry from @dir locally (see removable()): its UNLINK goes on
- * the log, carrying the idle handles and the grant it gives up
- * (POHMEL_FEAT_FORGET); if its create is still on the log, both go
- * and nothing is sent. 0 when done, -EAGAIN when it must go to the
- * server now.
- */
-int pohmel_wb_unlink(struct inode *dir, struct dentry *dentry)
-{
-	struct pohmel_sb_info *sbi = POHMEL_SB(dir->i_sb);
-	struct inode *inode = d_inode(dentry);
-	struct pohmel_wb *wb = &sbi->wb;
-	struct pohmel_wb_ent *ent, *ce;
-	struct pohmel_forget *fg;
-	struct timespec64 now;
-
-	if (!wb_usable(dir) ||
-	    !(READ_ONCE(sbi->conn.sess.features) & POHMEL_FEAT_FORGET) ||
-	    !removable(dir, dentry))
-		return -EAGAIN;
-	ent = kzalloc(sizeof(*ent) + dentry->d_name.len, GFP_KERNEL);
-	fg = kmalloc(sizeof(*fg), GFP_KERNEL);
-	if (!ent || !fg)
-		goto free;
-	/*
-	 * Its last name goes and no file has it: its pages are of no use
-	 * (as on a local filesystem), and none is dirtied again. Before
-	 * grant_sem: truncation waits for a WRITE that may be in flight.
-	 */
-	truncate_inode_pages(inode->i_mapping, 0);
-	down_read(&wb->grant_sem);
-	if (!removable(dir, dentry))
-		goto unlock;
-	pohmel_forget_begin(inode, POHMEL_OP_UNLINK, fg);
-	if (!(fg->flags & POHMEL_REMOVE_RELEASE)) {	/* a handle in use */
-		pohmel_forget_end(inode, fg, false);
-		goto unlock;
-	}
-	pohmel_wb_attr_discard(inode);
-	ce = take_create(wb, inode);
-	if (!ce) {
-		ent->dir = igrab(dir);
-		ihold(inode);
-		ent->inode = inode;
-		ent->cred = get_current_cred();
-		ent->fg = fg;
-		ent->op = POHMEL_OP_UNLINK;
-		ent->namelen = dentry->d_name.len;
-		memcpy(ent->data, dentry->d_name.name, ent->namelen);
-		spin_lock(&wb->lock);
-		list_add_tail(&ent->list, &wb->log);
-		spin_unlock(&wb->lock);
-		atomic_inc(&sbi->conn.wb_pending);
-	}
-	atomic64_inc(&sbi->stats.wb_removed);
-	now = current_time(dir);
-	pohmel_touch_dir(dir, &now);
-	pohmel_dcache_remove(dir, &dentry->d_name);
-	inode_set_ctime_to_ts(inode, now);
-	drop_nlink(inode);
-	up_read(&wb->grant_sem);
-	if (ce) {
-		atomic_dec(&sbi->conn.wb_pending);
-		atomic64_inc(&sbi->stats.wb_cancelled);
-		pohmel_forget_end(inode, fg, true);
-		kfree(fg);
-		free_ent(ce);
-		kfree(ent);
-		return 0;
-	}
-	queue_delayed_work(system_wq, &wb->age, sbi->opts.wb_delay * HZ);
-	return 0;
-
-unlock:
-	up_read(&wb->grant_sem);
-free:
-	kfree(fg);
-	kfree(ent);
-	return -EAGAIN;
 }

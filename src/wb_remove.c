@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * wb_remove.c - removals made locally on a writeback mount: the unlink
- * of a file the mount holds EXCL, in a directory it holds EXCL (wb.c),
- * by the file's last name and open nowhere, needs no round trip. The
- * UNLINK goes on the write-back log, carrying the idle handles and the
- * grant it gives up (POHMEL_FEAT_FORGET), and is sent in order with the
- * creates; while the file's own create is still on the log, both go and
+ * wb_remove.c - removals made locally on a writeback mount: in a
+ * directory the mount holds EXCL (wb.c), the unlink of a file it holds
+ * EXCL, by the file's last name and open nowhere, and the rmdir of a
+ * directory it holds EXCL and knows empty, need no round trip. The
+ * UNLINK or RMDIR goes on the write-back log, carrying the idle handles
+ * and the grant it gives up (POHMEL_FEAT_FORGET), and is sent in order
+ * with the creates; while the object's own create is still on the log
+ * (and, for a directory, nothing else there names it), both go and
  * nothing is sent. Locks: wb.c's (grant_sem shared from the checks until
  * the entry is on the log; flush_mu tried, never waited for, to take a
  * create off the log).
@@ -18,20 +20,24 @@
 #include "wb_int.h"
 
 /*
- * May @dentry's object go from @dir without a round trip? Both held
- * EXCL; its last name, and open nowhere (no file holds the dentry: the
- * test NFS's silly rename makes); not a directory; no page of it
- * written but not yet stable (commit.c would chase an object gone).
+ * May @dentry's object go from @dir by @op without a round trip? Both
+ * held EXCL. A directory: known empty (its complete listing). Anything
+ * else: its last name, and open nowhere (no file holds the dentry: the
+ * test NFS's silly rename makes), no page of it written but not yet
+ * stable (commit.c would chase an object gone).
  */
-static bool removable(struct inode *dir, struct dentry *dentry)
+static bool removable(struct inode *dir, struct dentry *dentry, u16 op)
 {
 	struct inode *inode = d_inode(dentry);
 	struct pohmel_inode *pi;
 	bool alone;
 
-	if (!inode || S_ISDIR(inode->i_mode) || inode->i_nlink != 1 ||
-	    pohmel_grant(dir, NULL) != POHMEL_GRANT_EXCL ||
+	if (!inode || pohmel_grant(dir, NULL) != POHMEL_GRANT_EXCL ||
 	    pohmel_grant(inode, NULL) != POHMEL_GRANT_EXCL)
+		return false;
+	if (op == POHMEL_OP_RMDIR)
+		return S_ISDIR(inode->i_mode) && pohmel_dcache_empty(inode);
+	if (S_ISDIR(inode->i_mode) || inode->i_nlink != 1)
 		return false;
 	spin_lock(&dentry->d_lock);
 	alone = d_count(dentry) == 1;
@@ -45,10 +51,24 @@ static bool removable(struct inode *dir, struct dentry *dentry)
 	return alone;
 }
 
+/* Does an entry after @ce on the log name @dir as its directory? */
+static bool names_dir(struct pohmel_wb *wb, struct pohmel_wb_ent *ce,
+		      struct inode *dir)
+{
+	struct pohmel_wb_ent *ent = ce;
+
+	lockdep_assert_held(&wb->lock);
+	list_for_each_entry_continue(ent, &wb->log, list)
+		if (ent->dir == dir)
+			return true;
+	return false;
+}
+
 /*
- * @inode's create, taken off the log if it is still there and no flush
- * has it: then the server never heard of the object (anything sent
- * about it sends the log first), and neither need go.
+ * @inode's create, taken off the log if it is still there, no flush has
+ * it and nothing after it on the log is made in it: then the server
+ * never heard of the object (anything sent about it sends the log
+ * first), and neither need go.
  */
 static struct pohmel_wb_ent *take_create(struct pohmel_wb *wb,
 					 struct inode *inode)
@@ -59,6 +79,8 @@ static struct pohmel_wb_ent *take_create(struct pohmel_wb *wb,
 		return NULL;	/* a flush may be sending it: we follow it */
 	spin_lock(&wb->lock);
 	ce = POHMEL_I(inode)->wb_create;
+	if (ce && S_ISDIR(inode->i_mode) && names_dir(wb, ce, inode))
+		ce = NULL;
 	if (ce) {
 		list_del(&ce->list);
 		POHMEL_I(inode)->wb_create = NULL;
@@ -69,13 +91,13 @@ static struct pohmel_wb_ent *take_create(struct pohmel_wb *wb,
 }
 
 /*
- * Unlink @dentry from @dir locally (see removable()): its UNLINK goes on
+ * Unlink or rmdir (@op) @dentry from @dir locally (see removable()): on
  * the log, carrying the idle handles and the grant it gives up
  * (POHMEL_FEAT_FORGET); if its create is still on the log, both go
  * and nothing is sent. 0 when done, -EAGAIN when it must go to the
  * server now.
  */
-int pohmel_wb_unlink(struct inode *dir, struct dentry *dentry)
+int pohmel_wb_remove(struct inode *dir, struct dentry *dentry, u16 op)
 {
 	struct pohmel_sb_info *sbi = POHMEL_SB(dir->i_sb);
 	struct inode *inode = d_inode(dentry);
@@ -86,7 +108,7 @@ int pohmel_wb_unlink(struct inode *dir, struct dentry *dentry)
 
 	if (!pohmel_wb_usable(dir) ||
 	    !(READ_ONCE(sbi->conn.sess.features) & POHMEL_FEAT_FORGET) ||
-	    !removable(dir, dentry))
+	    !removable(dir, dentry, op))
 		return -EAGAIN;
 	ent = kzalloc(sizeof(*ent) + dentry->d_name.len, GFP_KERNEL);
 	fg = kmalloc(sizeof(*fg), GFP_KERNEL);
@@ -97,11 +119,12 @@ int pohmel_wb_unlink(struct inode *dir, struct dentry *dentry)
 	 * (as on a local filesystem), and none is dirtied again. Before
 	 * grant_sem: truncation waits for a WRITE that may be in flight.
 	 */
-	truncate_inode_pages(inode->i_mapping, 0);
+	if (op == POHMEL_OP_UNLINK)
+		truncate_inode_pages(inode->i_mapping, 0);
 	down_read(&wb->grant_sem);
-	if (!removable(dir, dentry))
+	if (!removable(dir, dentry, op))
 		goto unlock;
-	pohmel_forget_begin(inode, POHMEL_OP_UNLINK, fg);
+	pohmel_forget_begin(inode, op, fg);
 	if (!(fg->flags & POHMEL_REMOVE_RELEASE)) {	/* a handle in use */
 		pohmel_forget_end(inode, fg, false);
 		goto unlock;
@@ -114,7 +137,7 @@ int pohmel_wb_unlink(struct inode *dir, struct dentry *dentry)
 		ent->inode = inode;
 		ent->cred = get_current_cred();
 		ent->fg = fg;
-		ent->op = POHMEL_OP_UNLINK;
+		ent->op = op;
 		ent->namelen = dentry->d_name.len;
 		memcpy(ent->data, dentry->d_name.name, ent->namelen);
 		spin_lock(&wb->lock);
@@ -127,7 +150,13 @@ int pohmel_wb_unlink(struct inode *dir, struct dentry *dentry)
 	pohmel_touch_dir(dir, &now);
 	pohmel_dcache_remove(dir, &dentry->d_name);
 	inode_set_ctime_to_ts(inode, now);
-	drop_nlink(inode);
+	if (op == POHMEL_OP_RMDIR) {
+		clear_nlink(inode);
+		drop_nlink(dir);	/* its ".." */
+		pohmel_dcache_drop(inode);
+	} else {
+		drop_nlink(inode);
+	}
 	up_read(&wb->grant_sem);
 	if (ce) {
 		atomic_dec(&sbi->conn.wb_pending);

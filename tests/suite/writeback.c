@@ -169,7 +169,7 @@ static int unlink_files(const char *dir)
 }
 
 /*
- * Unlink under the directory write grant (wb.c pohmel_wb_unlink), in
+ * Unlink and rmdir under the directory write grant (wb_remove.c), in
  * WB's directory D held EXCL (D2: through mount 2, EX: in the export):
  *   cancel  files made and unlinked before any flush: nothing at all is
  *           sent, and the export never has them;
@@ -177,11 +177,14 @@ static int unlink_files(const char *dir)
  *           sent, the export still has them, mount 2's lookup recalls
  *           the grant and then neither it nor the export has them;
  *   open    a file unlinked while open goes to the server at once (its
- *           handle keeps it there) and is still read through the fd.
+ *           handle keeps it there) and is still read through the fd;
+ *   rmdir   a directory made, filled, emptied and removed before any
+ *           flush sends nothing; one flushed first, emptied and removed
+ *           sends no RMDIR until mount 2's lookup recalls the grant.
  */
 static void unlinks(const char *d, const char *d2, const char *ex)
 {
-	long long s0, s1, r0, x0, e0;
+	long long s0, s1, r0, x0, e0, m0, g0, l0, f0;
 	char p[4300], got[8];
 	int fd, ok;
 
@@ -244,6 +247,89 @@ static void unlinks(const char *d, const char *d2, const char *ex)
 			 "writeback: unlink: open: and is read through its fd after");
 	if (fd >= 0)
 		close(fd);
+
+	/* rmdir, cancelled: the directory and its files never go */
+	snprintf(p, sizeof(p), "%s/rd", d);
+	m0 = mstat("mkdir");
+	g0 = mstat("grant");
+	s0 = creates() + mstat("unlink") + mstat("rmdir");
+	r0 = mstat("wb_removed");
+	x0 = mstat("wb_cancelled");
+	l0 = mstat("wb_local");
+	f0 = mstat("wb_flushed");
+	ok = mkdir(p, 0755) == 0;
+	if (mstat("mkdir") != m0 || mstat("wb_flushed") != f0)
+		tap_diag("  the mkdir: MKDIRs +%lld, wb_local +%lld, wb_flushed +%lld",
+			 mstat("mkdir") - m0, mstat("wb_local") - l0,
+			 mstat("wb_flushed") - f0);
+	ok = ok && make_files(p) && unlink_files(p) && rmdir(p) == 0;
+	s1 = creates() + mstat("unlink") + mstat("rmdir");
+	tap_check(ok && s1 == s0 && mstat("wb_removed") == r0 + NU + 1 &&
+		  mstat("wb_cancelled") == x0 + NU + 1,
+		  "writeback: unlink: rmdir: a directory made, filled with %d files, emptied and removed: nothing sent (%lld -> %lld; wb_removed +%lld, wb_cancelled +%lld)",
+		  NU, s0, s1, mstat("wb_removed") - r0, mstat("wb_cancelled") - x0);
+	if (s1 != s0)
+		tap_diag("  MKDIRs %lld, GRANTs %lld, RMDIRs %lld, UNLINKs %lld, wb_local %lld",
+			 mstat("mkdir") - m0, mstat("grant") - g0, mstat("rmdir"),
+			 mstat("unlink"), mstat("wb_local"));
+	/* rmdir, logged: the directory reached the server first */
+	snprintf(p, sizeof(p), "%s/rl", d);
+	fd = open(d, O_RDONLY | O_DIRECTORY);
+	ok = mkdir(p, 0755) == 0 && fd >= 0 && fsync(fd) == 0;
+	snprintf(p, sizeof(p), "%s/rl", ex);
+	ok = ok && access(p, F_OK) == 0;
+	s0 = mstat("rmdir");
+	snprintf(p, sizeof(p), "%s/rl", d);
+	ok = ok && rmdir(p) == 0 && access(p, F_OK) && errno == ENOENT;
+	s1 = mstat("rmdir");
+	snprintf(p, sizeof(p), "%s/rl", ex);
+	tap_check(ok && s1 == s0 && access(p, F_OK) == 0,
+		  "writeback: unlink: rmdir: a directory flushed first, then removed: gone on the mount, no RMDIR sent, still in the export (%lld -> %lld)",
+		  s0, s1);
+	snprintf(p, sizeof(p), "%s/rl", d2);
+	ok = access(p, F_OK) && errno == ENOENT;
+	snprintf(p, sizeof(p), "%s/rl", ex);
+	tap_check(ok && access(p, F_OK) && mstat("rmdir") == s0 + 1,
+		  "writeback: unlink: rmdir: mount 2's lookup recalls the grant: it went (1 RMDIR), neither mount 2 nor the export has it");
+	if (fd >= 0)
+		close(fd);
+}
+
+/*
+ * PROCS processes create PER files each in DIR (held EXCL) at once, so
+ * that their ids are taken in one order and could be logged in another;
+ * the server takes an id as spending those below it in its range, and
+ * refused the overtaken one (EINVAL) until creators held create_mu from
+ * taking an id to logging it. 1 if every process made all of its files.
+ */
+#define PROCS	4
+#define PER	50
+static int concurrent_creates(const char *dir)
+{
+	int i, st, ok = 1;
+	pid_t pid[PROCS];
+
+	for (i = 0; i < PROCS; i++) {
+		pid[i] = fork();
+		if (pid[i] == 0) {
+			char p[4300];
+			int j;
+
+			for (j = 0; j < PER; j++) {
+				snprintf(p, sizeof(p), "%s/c%d.%d", dir, i, j);
+				if (write_file(p, "c", 1, O_EXCL, 0644))
+					_exit(1);
+			}
+			_exit(0);
+		}
+		if (pid[i] < 0)
+			ok = 0;
+	}
+	for (i = 0; i < PROCS; i++)
+		if (pid[i] > 0 && (waitpid(pid[i], &st, 0) != pid[i] ||
+				   !WIFEXITED(st) || WEXITSTATUS(st)))
+			ok = 0;
+	return ok;
 }
 
 int main(int argc, char **argv)
@@ -399,6 +485,27 @@ int main(int argc, char **argv)
 	tap_check(c1 == l0 + 1,
 		  "writeback: open: its OPEN was the deferred one (open_deferred %lld -> %lld)",
 		  l0, c1);
+
+	/* concurrent creators: ids reach the server in the order of each range */
+	snprintf(p, sizeof(p), "%s/cc", d);
+	l0 = mstat("wb_errors");
+	ok = mkdir(p, 0755) == 0 && concurrent_creates(p);
+	tap_check(ok, "writeback: order: %d processes created %d files each at once in one directory",
+		  PROCS, PER);
+	fd = open(d, O_RDONLY | O_DIRECTORY);
+	i = fd >= 0 ? fsync(fd) : -1;
+	if (fd >= 0)
+		close(fd);
+	snprintf(p, sizeof(p), "%s/cc", ex);
+	names = 0;
+	dh = opendir(p);
+	while (dh && (de = readdir(dh)))
+		names += de->d_name[0] == 'c';
+	if (dh)
+		closedir(dh);
+	tap_check(i == 0 && names == PROCS * PER && mstat("wb_errors") == l0,
+		  "writeback: order: fsync of the directory sent them all: the export has %d of %d, no create refused (wb_errors %lld -> %lld)",
+		  names, PROCS * PER, l0, mstat("wb_errors"));
 
 	/* age */
 	tap_check(make(d, 1002) == 0, "writeback: age: one more name, local");
