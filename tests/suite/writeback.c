@@ -312,7 +312,7 @@ static int concurrent_creates(const char *dir)
 	for (i = 0; i < PROCS; i++) {
 		pid[i] = fork();
 		if (pid[i] == 0) {
-			char p[4300];
+			char p[4400];
 			int j;
 
 			for (j = 0; j < PER; j++) {
