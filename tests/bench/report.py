@@ -466,8 +466,10 @@ def markdown(guest, host, results, idx, delays, skips, pohmeld, prots=()):
             m = [r["srv_rss_kb_max"] for r in results
                  if r["delay"] == d and r["fs"] == p and r["srv_rss_kb_max"]]
             if m:
-                rss.append("%.1f MiB%s" % (max(m) / 1024, "" if p == "pohmel"
-                                           else " with sec=" + p.split("-")[1]))
+                rss.append("%.1f MiB%s" % (
+                    max(m) / 1024, "" if p == "pohmel" else
+                    " with sec=none, writeback=on" if p == "pohmel-wb" else
+                    " with sec=" + p.split("-")[1]))
         if rss:
             L.append("pohmeld resident memory (%s): up to %s during the "
                      "workloads." % (title, ", ".join(rss)))
