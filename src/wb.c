@@ -312,65 +312,50 @@ static bool ent_removal(const struct pohmel_wb_ent *ent)
 	return ent->op == POHMEL_OP_UNLINK || ent->op == POHMEL_OP_RMDIR;
 }
 
-/* A removal's answer: the handles and grant it gave up go, or come back. */
-static void removal_done(struct pohmel_sb_info *sbi,
-			 struct pohmel_wb_ent *ent, int err, u32 gen,
-			 struct pohmel_fattr *pdir)
-{
-	pohmel_forget_end(ent->inode, ent->fg, !err);
-	kfree(ent->fg);
-	ent->fg = NULL;
-	if (!err) {
-		pohmel_write_through_done(ent->dir, gen);
-		if (pdir)
-			pohmel_refresh_inode(ent->dir, pdir,
-					     POHMEL_REFRESH_OWN);
-		else
-			pohmel_invalidate_attrs(ent->dir);
-		atomic64_inc(&sbi->stats.wb_flushed);
-		return;
-	}
-	atomic64_inc(&sbi->stats.wb_errors);
-	pr_warn_ratelimited("%s (%pISpc): a removal made locally in directory %llu (\"%.*s\") failed on the server: error %d\n",
-			    sbi->conn.name, &sbi->conn.addr, POHMEL_I(ent->dir)->oid.id,
-			    ent->namelen, ent->data, err);
-	mapping_set_error(ent->dir->i_mapping, err);
-	pohmel_invalidate_attrs(ent->dir);
-	pohmel_dcache_drop(ent->dir);
-	pohmel_invalidate_attrs(ent->inode);
-}
-
-/* What the server answered for @ent (0 or -errno, not transient). */
+/*
+ * What the server answered for @ent (0 or -errno, not transient). A
+ * removal's handles and grant go with it, or come back to the inode.
+ */
 static void flush_done(struct pohmel_sb_info *sbi, struct pohmel_wb_ent *ent,
 		       int err, u32 gen, struct pohmel_fattr *obj,
 		       struct pohmel_fattr *pdir)
 {
-	if (ent_removal(ent)) {
-		removal_done(sbi, ent, err, gen, pdir);
-		return;
+	bool rm = ent_removal(ent);
+
+	if (rm) {
+		pohmel_forget_end(ent->inode, ent->fg, !err);
+		kfree(ent->fg);
+		ent->fg = NULL;
 	}
 	if (!err) {
-		pohmel_wb_new_dir_size(sbi, ent->op, obj);
+		if (!rm)
+			pohmel_wb_new_dir_size(sbi, ent->op, obj);
 		pohmel_write_through_done(ent->dir, gen);
 		if (pdir)
 			pohmel_refresh_inode(ent->dir, pdir,
 					     POHMEL_REFRESH_OWN);
 		else
 			pohmel_invalidate_attrs(ent->dir);
-		pohmel_refresh_inode(ent->inode, obj, POHMEL_REFRESH_OWN);
-		write_unkept(ent->inode, obj);
+		if (!rm) {
+			pohmel_refresh_inode(ent->inode, obj,
+					     POHMEL_REFRESH_OWN);
+			write_unkept(ent->inode, obj);
+		}
 		atomic64_inc(&sbi->stats.wb_flushed);
 		return;
 	}
 	/* the server refused it: the next fsync/syncfs reports it */
 	atomic64_inc(&sbi->stats.wb_errors);
-	pr_warn_ratelimited("%s (%pISpc): a create made locally in directory %llu (\"%.*s\") failed on the server: error %d\n",
-			    sbi->conn.name, &sbi->conn.addr, POHMEL_I(ent->dir)->oid.id,
-			    ent->namelen, ent->data, err);
+	pr_warn_ratelimited("%s (%pISpc): a %s made locally in directory %llu (\"%.*s\") failed on the server: error %d\n",
+			    sbi->conn.name, &sbi->conn.addr,
+			    rm ? "removal" : "create",
+			    POHMEL_I(ent->dir)->oid.id, ent->namelen, ent->data,
+			    err);
 	mapping_set_error(ent->dir->i_mapping, err);
 	pohmel_invalidate_attrs(ent->dir);
 	pohmel_dcache_drop(ent->dir);
-	clear_nlink(ent->inode);
+	if (!rm)
+		clear_nlink(ent->inode);
 	pohmel_invalidate_attrs(ent->inode);
 }
 
