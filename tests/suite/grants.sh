@@ -384,7 +384,7 @@ rm -rf "$ex/nowatch"
 # (src/wb.c; a third mount with writeback=on; tests/suite/writeback.c)
 wbm=$scratch/wb.mnt
 mkdir -p "$wbm"
-if timeout -k 5 60 mount -t pohmel -o writeback=on,wb_delay=3 127.0.0.1:/ "$wbm"; then
+if timeout -k 5 60 mount -t pohmel -o writeback=on,wb_delay=6 127.0.0.1:/ "$wbm"; then
 	mkdir -p "$w1/wbt"
 	run_tap "grants: " "$POHMEL_TESTBIN/writeback" "$wbm$rel/wbt" "$w2/wbt" "$wbm" "$ex/wbt"
 	rm -rf "$w1/wbt"
