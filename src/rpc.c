@@ -263,17 +263,11 @@ int pohmel_rpc_setattr(struct pohmel_conn *c, const struct pohmel_foid *oid,
 	return 0;
 }
 
-/* Whether @op's reply is the directory's attributes alone (a removal). */
-static bool removal(u16 op)
-{
-	return op == POHMEL_OP_UNLINK || op == POHMEL_OP_RMDIR;
-}
-
 /* A create's reply (object, directory), or a removal's (directory). */
 static void decode_entry(struct pohmel_req *req, struct pohmel_fattr *obj,
 			 struct pohmel_fattr *dir)
 {
-	if (removal(req->op)) {
+	if (pohmel_op_removal(req->op)) {
 		reply_attr(req, req->rbuf, dir);
 	} else {
 		reply_attr(req, req->rbuf, obj);
@@ -420,8 +414,8 @@ put:
 /*
  * The next inner reply of an answered BATCH of creates and removals
  * (@off: where it starts, advanced): 0 with the new object's (a create's
- * only) and the directory's attributes, or the server's -errno for it. The reply was checked whole
- * on arrival (proto.c check_batch).
+ * only) and the directory's attributes, or the server's -errno for it.
+ * The reply was checked whole on arrival (proto.c check_batch).
  */
 int pohmel_rpc_batch_entry(struct pohmel_req *b, u32 *off,
 			   struct pohmel_fattr *obj, struct pohmel_fattr *pdir)
@@ -433,7 +427,7 @@ int pohmel_rpc_batch_entry(struct pohmel_req *b, u32 *off,
 	*off += POHMEL_HDR_SIZE + be32_to_cpu(h->len);
 	if (status)
 		return pohmel_status_to_errno(status);
-	if (removal(be16_to_cpu(h->op))) {
+	if (pohmel_op_removal(be16_to_cpu(h->op))) {
 		reply_attr(b, body, pdir);
 		return 0;
 	}

@@ -132,6 +132,12 @@ struct pohmel_forget {
 	struct list_head list;
 };
 
+/* Whether @op's reply is the directory's attributes alone (a removal). */
+static inline bool pohmel_op_removal(u16 op)
+{
+	return op == POHMEL_OP_UNLINK || op == POHMEL_OP_RMDIR;
+}
+
 struct pohmel_req *pohmel_rpc_remove_req(struct pohmel_conn *c, u16 op,
 					 const struct pohmel_foid *dir,
 					 const char *name, u32 len,

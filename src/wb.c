@@ -16,7 +16,8 @@
  * of the directory recalls the grant, sees every name made under it.
  *
  * Unlink of a file held EXCL in such a directory, by its last name and
- * open nowhere, is local too (wb_remove.c).
+ * open nowhere, and rmdir of a directory held EXCL and known empty, are
+ * local too (wb_remove.c).
  *
  * Lock rules:
  * - wb->lock (spinlock) protects the log and the id pool.
@@ -309,7 +310,7 @@ static void write_unkept(struct inode *inode, const struct pohmel_fattr *obj)
 
 static bool ent_removal(const struct pohmel_wb_ent *ent)
 {
-	return ent->op == POHMEL_OP_UNLINK || ent->op == POHMEL_OP_RMDIR;
+	return pohmel_op_removal(ent->op);
 }
 
 /*
