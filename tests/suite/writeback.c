@@ -191,9 +191,10 @@ static void unlinks(const char *d, const char *d2, const char *ex)
 	int fd, ok, tries;
 
 	/*
-	 * Each local-only sequence below starts after an fsync of the
-	 * directory (it waits for a flush still running: the log is empty,
-	 * its age timer stopped) and is tried again (up to 5 times) if a
+	 * Each local-only sequence below starts after a syncfs of the mount
+	 * (it waits for a flush still running: the log is empty, its age
+	 * timer stopped, and no kept page is left for the flusher to write
+	 * meanwhile, whose WRITE would send the log first) and is tried again (up to 5 times) if a
 	 * flush came in the middle of it all the same (wb_flushed moved, or
 	 * requests went out: one still running when the counts were read):
 	 * it must once run through untouched. A running flush holds the
@@ -204,7 +205,7 @@ static void unlinks(const char *d, const char *d2, const char *ex)
 	fd = open(d, O_RDONLY | O_DIRECTORY);
 	for (tries = 1;; tries++) {
 		ok = 0;
-		if (fd < 0 || fsync(fd))
+		if (fd < 0 || syncfs(fd))
 			break;
 		s0 = creates() + mstat("unlink");
 		r0 = mstat("wb_removed");
@@ -291,7 +292,7 @@ static void unlinks(const char *d, const char *d2, const char *ex)
 	fd = open(d, O_RDONLY | O_DIRECTORY);
 	for (tries = 1;; tries++) {
 		ok = 0;
-		if (fd < 0 || fsync(fd))
+		if (fd < 0 || syncfs(fd))
 			break;
 		s0 = creates() + mstat("unlink") + mstat("rmdir");
 		r0 = mstat("wb_removed");
