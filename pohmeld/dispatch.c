@@ -302,7 +302,8 @@ static int do_hello(struct conn *c, const struct msg *m, const uint8_t *raw,
 	uint64_t feats, ours = POHMEL_FEAT_BATCH | POHMEL_FEAT_GRANTS |
 			 POHMEL_FEAT_RELEASE | POHMEL_FEAT_STABLE |
 			 POHMEL_FEAT_FD_ACCESS | POHMEL_FEAT_IDRANGE |
-			 POHMEL_FEAT_ASK_GRANT | POHMEL_FEAT_FORGET;
+			 POHMEL_FEAT_ASK_GRANT | POHMEL_FEAT_FORGET |
+			 POHMEL_FEAT_WB_DATA;
 	uint8_t *p = out + POHMEL_HDR_SIZE;
 	struct req r = { .m = m, .len = POHMEL_HELLO_SIZE };
 	uint32_t status = 0, max;

@@ -43,6 +43,17 @@ static int reopen(int fd, int flags, int *out)
 	return 0;
 }
 
+/*
+ * A WRITE with POHMEL_IO_CREATED (1.5) from the regular file's owner:
+ * written as through the fd its create returned (the owner could chmod
+ * it anyway). Anyone else is checked as the caller.
+ */
+static bool io_created(const struct req *r, const struct stat *st)
+{
+	return (r->m->flags & POHMEL_IO_CREATED) && S_ISREG(st->st_mode) &&
+	       st->st_uid == r->m->cr.uid;
+}
+
 /* An fd to do I/O on: the handle's, or the object reopened. */
 static int io_fd(struct req *r, uint64_t handle, unsigned int need,
 		 int oflags, int *fd)
@@ -71,7 +82,7 @@ static int io_fd(struct req *r, uint64_t handle, unsigned int need,
 		oflags |= O_DIRECTORY;
 	else if (!S_ISREG(st.st_mode))
 		err = EINVAL;
-	if (!err)
+	if (!err && !io_created(r, &st))
 		err = req_caller(r);
 	if (!err)
 		err = reopen(pfd, oflags, fd);
@@ -243,6 +254,9 @@ int op_write(struct req *r)
 	uint8_t *p;
 	int fd, err;
 
+	if ((m->flags & POHMEL_IO_CREATED) &&
+	    (m->handle || !r->c || !(r->c->features & POHMEL_FEAT_WB_DATA)))
+		return EINVAL;
 	p = req_put(r, POHMEL_IO_REPLY_SIZE);
 	if (!p)
 		return E2BIG;

@@ -319,7 +319,7 @@ static int parse_body(struct msg *m)
 			m->data = b + POHMEL_IO_SIZE + tl;
 			m->dlen = m->count;
 		} else {
-			if (m->flags & POHMEL_IO_TIMES)
+			if (m->flags & (POHMEL_IO_TIMES | POHMEL_IO_CREATED))
 				return EINVAL;
 			NEED(POHMEL_IO_SIZE);
 		}

@@ -199,6 +199,10 @@
  *      handles of what it removes and ends its grant on it
  *      (POHMEL_REMOVE_CLOSE, POHMEL_REMOVE_RELEASE): no CLOSE or RELEASE
  *      follows a removal.
+ * 1.5  POHMEL_FEAT_WB_DATA: POHMEL_IO_CREATED (a WRITE by object from
+ *      the owner who made the file, checked as through the fd its
+ *      create returned), so that a new file's data travels in its
+ *      create's BATCH.
  */
 #ifndef POHMEL_PROTO_H
 #define POHMEL_PROTO_H
@@ -207,7 +211,7 @@
 
 #define POHMEL_MAGIC		0x504f484dU	/* "POHM" */
 #define POHMEL_PROTO_MAJOR	1
-#define POHMEL_PROTO_MINOR	4
+#define POHMEL_PROTO_MINOR	5
 #define POHMEL_DEFAULT_PORT	7349
 
 #define POHMEL_NAME_MAX		255
@@ -242,13 +246,14 @@
 #define POHMEL_FEAT_SEAL_CHACHA	(1ULL << 9)	/* ChaCha20-Poly1305 (1.3) */
 #define POHMEL_FEAT_SIGN	(1ULL << 10)	/* records not encrypted (1.3) */
 #define POHMEL_FEAT_FORGET	(1ULL << 11)	/* POHMEL_REMOVE_* (1.4) */
+#define POHMEL_FEAT_WB_DATA	(1ULL << 12)	/* POHMEL_IO_CREATED (1.5) */
 #define POHMEL_FEAT_AEAD	(POHMEL_FEAT_SEAL_AES | POHMEL_FEAT_SEAL_CHACHA)
 #define POHMEL_FEAT_ALL		(POHMEL_FEAT_AUTH | POHMEL_FEAT_GRANTS | \
 				 POHMEL_FEAT_BATCH | POHMEL_FEAT_RELEASE | \
 				 POHMEL_FEAT_STABLE | POHMEL_FEAT_FD_ACCESS | \
 				 POHMEL_FEAT_IDRANGE | POHMEL_FEAT_ASK_GRANT | \
 				 POHMEL_FEAT_AEAD | POHMEL_FEAT_SIGN | \
-				 POHMEL_FEAT_FORGET)
+				 POHMEL_FEAT_FORGET | POHMEL_FEAT_WB_DATA)
 
 /* hdr.flags */
 #define POHMEL_HF_REPLY		0x0001	/* this is a reply to hdr.tag */
@@ -694,7 +699,15 @@ struct pohmel_handle_req {
  * from the server's clock are ignored.
  */
 #define POHMEL_IO_TIMES		0x2
-#define POHMEL_IO_ALL		(POHMEL_IO_STABLE | POHMEL_IO_TIMES)
+/*
+ * WRITE with handle 0 (FEAT_WB_DATA, 1.5): the caller made this regular
+ * file with its CREATE and owns it, and writes it as through the fd
+ * open(2) with O_CREAT returned: the mode is not checked (the owner
+ * could chmod it anyway). For anyone else the flag changes nothing.
+ */
+#define POHMEL_IO_CREATED	0x4
+#define POHMEL_IO_ALL		(POHMEL_IO_STABLE | POHMEL_IO_TIMES | \
+				 POHMEL_IO_CREATED)
 #define POHMEL_TIMES_WINDOW	600
 struct pohmel_io {
 	struct pohmel_oid oid;

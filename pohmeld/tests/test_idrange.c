@@ -653,6 +653,54 @@ static void t_times(void)
 	cl_close(&d);
 }
 
+/*
+ * POHMEL_IO_CREATED (1.5): a new file's data sent by object in its
+ * create's BATCH is written by its owner whatever its mode, as through
+ * the fd its create returned; nobody else gains anything by it.
+ */
+static void t_io_created(void)
+{
+	const uint64_t feats = POHMEL_FEAT_IDRANGE | POHMEL_FEAT_GRANTS |
+			       POHMEL_FEAT_WB_DATA;
+	struct wattr dir, a;
+	struct pc c, d, e;
+	struct stat st;
+	char p[300];
+
+	snprintf(p, sizeof(p), "%s/ioc", exp_dir);
+	CHECK(mkdir(p, 0777) == 0 && chmod(p, 0777) == 0 &&
+	      sess(&c, NULL, feats) == 0 && sess(&d, NULL, feats) == 0 &&
+	      sess(&e, NULL, POHMEL_FEAT_IDRANGE | POHMEL_FEAT_GRANTS) == 0 &&
+	      (c.features & POHMEL_FEAT_WB_DATA) &&
+	      !(e.features & POHMEL_FEAT_WB_DATA),
+	      "io created: sessions with and without FEAT_WB_DATA");
+	c.uid = c.gid = 1000;
+	d.uid = d.gid = 1001;
+	e.uid = e.gid = 1000;
+	CHECK(pc_lookup(&c, &c.root.oid, "ioc", &dir) == 0 &&
+	      pc_mkobj(&c, POHMEL_OP_CREATE, &dir.oid, "ro", 0444, 0,
+		       POHMEL_CREATE_EXCL, NULL, &a, NULL) == 0,
+	      "io created: uid 1000 makes a file of mode 0444");
+	CHECK(pc_write(&c, &a.oid, 0, 0, "data", 4, 0, NULL) == EACCES,
+	      "io created: a plain WRITE by object is checked against the mode: EACCES");
+	CHECK(pc_write(&c, &a.oid, 0, 0, "data", 4, POHMEL_IO_CREATED,
+		       NULL) == 0 && lstat_rel("ioc/ro", &st) == 0 &&
+	      st.st_size == 4 && st.st_uid == 1000,
+	      "io created: with IO_CREATED its owner writes it");
+	CHECK(pc_write(&d, &a.oid, 0, 0, "evil", 4, POHMEL_IO_CREATED,
+		       NULL) == EACCES,
+	      "io created: another uid with IO_CREATED: still EACCES");
+	CHECK(pc_write(&e, &a.oid, 0, 0, "data", 4, POHMEL_IO_CREATED,
+		       NULL) == EINVAL,
+	      "io created: without FEAT_WB_DATA: EINVAL");
+	CHECK(pc_write(&c, &a.oid, 7, 0, "data", 4, POHMEL_IO_CREATED,
+		       NULL) == EINVAL,
+	      "io created: with a handle: EINVAL");
+	cl_close(&c);
+	cl_close(&d);
+	cl_close(&e);
+}
+
 int main(int argc, char **argv)
 {
 	int setup_err = setup_base(argc, argv, "idrange", exp_dir, sizeof(exp_dir));
@@ -670,6 +718,7 @@ int main(int argc, char **argv)
 	t_dirgrant();
 	t_buffered();
 	t_times();
+	t_io_created();
 	t_redo();
 	t_legacy();
 	stop_server(&sp);

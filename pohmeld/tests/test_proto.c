@@ -288,13 +288,16 @@ static void requests(void)
 	      "WRITE round trip");
 	CHECK(parse(POHMEL_OP_WRITE, b, n - 1) == PROTO_DROP,
 	      "WRITE count > data drops");
-	n = pc_enc_io(b, &o, 0, 0, 0, 4, NULL);
+	n = pc_enc_io(b, &o, 0, 0, 0, 8, NULL);
 	CHECK(parse(POHMEL_OP_WRITE, b, n) == EOPNOTSUPP, "WRITE bad flag");
 	n = pc_enc_io(b, &o, 0, 0, 0, POHMEL_IO_TIMES, NULL);
 	CHECK(parse(POHMEL_OP_WRITE, b, n) == PROTO_DROP,
 	      "WRITE with IO_TIMES but without its two times drops");
 	n = pc_enc_io(b, &o, 0, 0, 0, POHMEL_IO_TIMES, NULL);
 	CHECK(parse(POHMEL_OP_READ, b, n) == EINVAL, "READ with IO_TIMES: EINVAL");
+	n = pc_enc_io(b, &o, 0, 0, 0, POHMEL_IO_CREATED, NULL);
+	CHECK(parse(POHMEL_OP_READ, b, n) == EINVAL,
+	      "READ with IO_CREATED: EINVAL");
 	n = pc_enc_fsync(b, &o, 3, POHMEL_FSYNC_DATAONLY);
 	CHECK(parse(POHMEL_OP_FSYNC, b, n) == 0 && m.handle == 3 &&
 	      m.flags == 1, "FSYNC round trip");
