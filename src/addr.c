@@ -381,13 +381,18 @@ static void wb_done(struct wb_write *w, ssize_t n)
 	} else if (n < 0) {
 		mapping_set_error(inode->i_mapping, n);
 	}
-	for (i = 0; i < w->nr; i++)
-		folio_end_writeback(w->folios[i]);
-	if (n > 0 && w->u) {
+	/*
+	 * Pinned before their writeback ends, so that a sync that waited
+	 * for it finds the pins for its FSYNC_FS (commit.c); the page
+	 * cache keeps the folios until then (truncate waits for it).
+	 */
+	if (n > 0 && w->u)
 		/* the folio references pass to the unstable list */
 		pohmel_unstable_add(inode, w->u, w->folios, w->nr, w->pos,
 				    w->len, w->gen);
-	} else {
+	for (i = 0; i < w->nr; i++)
+		folio_end_writeback(w->folios[i]);
+	if (n <= 0 || !w->u) {
 		kfree(w->u);
 		for (i = 0; i < w->nr; i++)
 			folio_put(w->folios[i]);
@@ -602,6 +607,18 @@ static int pohmel_writepages(struct address_space *mapping,
 	struct wb_wait sync;
 	int err;
 
+	/*
+	 * A new file whose create waits on the log: its pages go with the
+	 * create (wb_data.c). Background writeback makes the log go now;
+	 * a data integrity one sends it first, and then what is left.
+	 */
+	if (pohmel_wb_data_waits(inode)) {
+		if (wbc->sync_mode != WB_SYNC_ALL) {
+			pohmel_wb_flush_soon(sbi);
+			return 0;
+		}
+		pohmel_wb_flush(sbi);
+	}
 	if (wbc->sync_mode == WB_SYNC_ALL) {
 		atomic_set(&sync.pending, 1);
 		sync.err = 0;

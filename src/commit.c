@@ -213,6 +213,34 @@ static int give_up(struct inode *inode, struct commit_set *set, int err)
 }
 
 /*
+ * An FSYNC covering @set was answered between verifier generations
+ * @before and @after: the pins answered under @before (if no new
+ * verifier came meanwhile) are stable, the others are written again,
+ * stable. 0, or the error that left the rest pinned.
+ */
+static int settle_pins(struct inode *inode, struct commit_set *set,
+		       u32 before, u32 after)
+{
+	struct pohmel_unstable *u, *tmp;
+	int err;
+
+	list_for_each_entry_safe(u, tmp, &set->pins, list) {
+		if (before != after || u->gen != before) {
+			err = resend(inode, u);
+			if (err == -ESTALE)
+				return give_up(inode, set, err);
+			if (err) {
+				/* the rest goes back, still unstable */
+				put_back(POHMEL_I(inode), set);
+				return err;
+			}
+		}
+		unpin(inode, u);
+	}
+	return 0;
+}
+
+/*
  * Make stable what this inode's WRITEs left unstable: one FSYNC (with
  * @flags, through @h if given) for everything pinned so far, and what a
  * server restart lost written again. Returns 0, -EIO if write-through
@@ -225,7 +253,6 @@ int pohmel_commit(struct inode *inode, struct pohmel_handle *h, u32 flags,
 {
 	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
 	struct pohmel_inode *pi = POHMEL_I(inode);
-	struct pohmel_unstable *u, *tmp;
 	struct commit_set set;
 	u32 before, after;
 	int err;
@@ -245,20 +272,9 @@ int pohmel_commit(struct inode *inode, struct pohmel_handle *h, u32 flags,
 		put_back(pi, &set);
 		return err;
 	}
-	/* answered under @before only if no new verifier came meanwhile */
-	list_for_each_entry_safe(u, tmp, &set.pins, list) {
-		if (before != after || u->gen != before) {
-			err = resend(inode, u);
-			if (err == -ESTALE)
-				return give_up(inode, &set, err);
-			if (err) {
-				/* the rest goes back, still unstable */
-				put_back(pi, &set);
-				return err;
-			}
-		}
-		unpin(inode, u);
-	}
+	err = settle_pins(inode, &set, before, after);
+	if (err)
+		return err;
 	if (wt_lost(set.wt_state, set.wt_gen, before, after)) {
 		pr_warn_ratelimited("%s (%pISpc): inode %llu: changes made around the page cache before the server's restart were lost with its memory\n",
 				    pohmel_conn(inode)->name,
@@ -267,6 +283,94 @@ int pohmel_commit(struct inode *inode, struct pohmel_handle *h, u32 flags,
 		return -EIO;
 	}
 	return err;
+}
+
+/* One inode's pins, taken for an FSYNC_FS. */
+struct fs_pins {
+	struct list_head list;
+	struct inode *inode;		/* held */
+	struct commit_set set;
+};
+
+/*
+ * Every inode's pins so far, onto @all: the FSYNC_FS about to go covers
+ * them, so sync(2) sends one FSYNC for the mount, not one per file
+ * (pohmel_sync_commits_all). An inode left out for lack of memory keeps
+ * its pins for its own commit.
+ */
+static void take_all_pins(struct super_block *sb, struct list_head *all)
+{
+	struct inode *inode, *skip = NULL;
+
+	spin_lock(&sb->s_inode_list_lock);
+	list_for_each_entry(inode, &sb->s_inodes, i_sb_list) {
+		struct pohmel_inode *pi = POHMEL_I(inode);
+		struct fs_pins *p;
+
+		/* a hint; take_set reads it again under pi->lock */
+		if (list_empty_careful(&pi->unstable) || !igrab(inode))
+			continue;
+		/* our reference keeps it on s_inodes: go on from it */
+		spin_unlock(&sb->s_inode_list_lock);
+		iput(skip);
+		skip = NULL;
+		p = kmalloc(sizeof(*p), GFP_NOFS);
+		if (p) {
+			p->inode = inode;
+			take_set(pi, &p->set);
+			list_add_tail(&p->list, all);
+		} else {
+			skip = inode;
+		}
+		cond_resched();
+		spin_lock(&sb->s_inode_list_lock);
+	}
+	spin_unlock(&sb->s_inode_list_lock);
+	iput(skip);
+}
+
+/*
+ * The FSYNC_FS for @all ended with @err: the pins are stable (or written
+ * again if the server restarted), or back on their inodes, which the
+ * flusher then commits one by one. 0 or the first error.
+ */
+static int settle_all_pins(struct list_head *all, int err, u32 before,
+			   u32 after)
+{
+	struct fs_pins *p, *tmp;
+	int ret = 0, e;
+
+	list_for_each_entry_safe(p, tmp, all, list) {
+		if (err) {
+			put_back(POHMEL_I(p->inode), &p->set);
+			e = err;
+		} else {
+			e = settle_pins(p->inode, &p->set, before, after);
+		}
+		if (e && e != -ESTALE && pohmel_has_unstable(p->inode))
+			__mark_inode_dirty(p->inode, I_DIRTY_DATASYNC);
+		if (e && e != -ESTALE && !ret)
+			ret = e;
+		list_del(&p->list);
+		iput(p->inode);
+		kfree(p);
+	}
+	return ret;
+}
+
+/*
+ * May ->write_inode leave @inode's pins to the FSYNC_FS that follows?
+ * In the writeback of sync(2) and syncfs(2) (both passes: the first is
+ * WB_SYNC_NONE without kupdate or background), where the server can
+ * sync the export: then ->sync_fs commits every inode at once.
+ */
+bool pohmel_sync_commits_all(struct inode *inode,
+			     const struct writeback_control *wbc)
+{
+	return (READ_ONCE(pohmel_conn(inode)->sess.features) &
+		POHMEL_FEAT_STABLE) &&
+	       (wbc->for_sync || (wbc->sync_mode == WB_SYNC_NONE &&
+				  !wbc->for_kupdate && !wbc->for_background));
 }
 
 /*
@@ -289,8 +393,9 @@ int pohmel_commit_fs(struct super_block *sb)
 	s64 changes = atomic64_read(&sbi->conn.changes_done);
 	struct pohmel_fattr fa;
 	u32 before, after, gen;
+	LIST_HEAD(pins);
+	int err, perr;
 	u8 state;
-	int err;
 
 	spin_lock(&sbi->wt_lock);
 	if (sbi->wt_state == POHMEL_WT_NONE && changes == sbi->committed &&
@@ -303,8 +408,14 @@ int pohmel_commit_fs(struct super_block *sb)
 	sbi->wt_state = POHMEL_WT_NONE;
 	spin_unlock(&sbi->wt_lock);
 	before = atomic_read(&sbi->conn.sess.verf_gen);
+	take_all_pins(sb, &pins);
 	err = pohmel_rpc_fsync(&sbi->conn, &sbi->root, 0, POHMEL_FSYNC_FS, &fa);
 	after = atomic_read(&sbi->conn.sess.verf_gen);
+	perr = settle_all_pins(&pins, err, before, after);
+	if (!err && perr) {
+		errseq_set(&sb->s_wb_err, perr);
+		return perr;
+	}
 	if (err) {
 		spin_lock(&sbi->wt_lock);
 		wt_merge(&sbi->wt_state, &sbi->wt_gen, state, gen);

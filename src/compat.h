@@ -145,6 +145,9 @@ static inline struct timespec64 inode_set_atime_to_ts(struct inode *inode,
 #define folio_end_writeback		end_page_writeback
 #define folio_wait_stable		wait_for_stable_page
 #define folio_mark_dirty		set_page_dirty
+#define folio_trylock			trylock_page
+#define folio_clear_dirty_for_io	clear_page_dirty_for_io
+#define folio_test_writeback		PageWriteback
 #define folio_zero_segment		zero_user_segment
 #define folio_zero_segments		zero_user_segments
 #endif

@@ -43,6 +43,9 @@ void pohmel_take_grant(struct inode *inode, const struct pohmel_fattr *fa)
 		/* the server would not grant it (busy, or cannot watch it) */
 		set_bit(POHMEL_I_GRANT_REFUSED, &pi->flags);
 	}
+	/* WB_NEW's "nobody else touched it" holds only under EXCL */
+	if (!had || g != POHMEL_GRANT_EXCL)
+		clear_bit(POHMEL_I_WB_NEW, &pi->flags);
 	if (g == POHMEL_GRANT_NONE) {
 		pi->grant = POHMEL_GRANT_NONE;
 		return;
@@ -158,6 +161,7 @@ static void recall_one(struct inode *inode, u32 to)
 	struct pohmel_dcache *dc = NULL;
 
 	spin_lock(&pi->lock);
+	clear_bit(POHMEL_I_WB_NEW, &pi->flags);
 	if (to != POHMEL_GRANT_SHARED) {
 		pi->grant = POHMEL_GRANT_NONE;
 		if (pi->attr_time)

@@ -161,7 +161,7 @@ int pohmel_refresh_inode(struct inode *inode, const struct pohmel_fattr *fa,
 			 unsigned int flags)
 {
 	struct pohmel_inode *pi = POHMEL_I(inode);
-	bool stale, moved;
+	bool stale, moved, acl;
 
 	if ((inode->i_mode & S_IFMT) && (fa->mode & S_IFMT) !=
 	    (inode->i_mode & S_IFMT))
@@ -212,10 +212,19 @@ int pohmel_refresh_inode(struct inode *inode, const struct pohmel_fattr *fa,
 	/* changed locally and not sent yet: ours are newer */
 	pohmel_wb_attr_reapply(inode);
 	pohmel_take_grant(inode, fa);
+	/*
+	 * A moved change counter may be a changed ACL, unless it was our
+	 * own change that touched none, on an object we hold EXCL (nobody
+	 * else changed anything): the write-back log's replies, which would
+	 * otherwise make the next create in a directory ask for its
+	 * default ACL (a GETXATTR, sending the log first).
+	 */
+	acl = moved && !((flags & POHMEL_REFRESH_SAME_ACL) &&
+			 pi->grant == POHMEL_GRANT_EXCL);
 	spin_unlock(&pi->lock);
 	if (stale && S_ISREG(inode->i_mode))
 		set_bit(POHMEL_I_DATA_STALE, &pi->flags);
-	if (moved)
+	if (acl)
 		forget_all_cached_acls(inode);
 	return 0;
 }

@@ -84,6 +84,8 @@ struct pohmel_vfs_stats {
 	atomic64_t wb_errors;		/* ... refused by the server */
 	atomic64_t wb_removed;		/* unlinks, rmdirs made locally */
 	atomic64_t wb_cancelled;	/* ... whose create never went */
+	atomic64_t wb_data;		/* new files' data, attributes in */
+					/* their create's BATCH */
 };
 
 /* The write-back log (wb.c, whose top says what each lock protects). */
@@ -232,6 +234,11 @@ static inline struct pohmel_conn *pohmel_conn(struct inode *inode)
 
 /* flags for pohmel_refresh_inode */
 #define POHMEL_REFRESH_OWN	0x1	/* our own change: keep the cache */
+/*
+ * ... and it changed no ACL: a name made or removed in a directory, or
+ * the object's own create from the write-back log (made with none)
+ */
+#define POHMEL_REFRESH_SAME_ACL	0x2
 
 /* super.c */
 extern struct file_system_type pohmel_fs_type;
@@ -327,6 +334,8 @@ int pohmel_flock(struct file *file, int cmd, struct file_lock *fl);
 struct pohmel_unstable;
 u32 pohmel_verf_gen(struct inode *inode);
 int pohmel_commit_fs(struct super_block *sb);
+bool pohmel_sync_commits_all(struct inode *inode,
+			     const struct writeback_control *wbc);
 
 /* wb.c */
 void pohmel_wb_init(struct pohmel_sb_info *sbi);
@@ -339,12 +348,15 @@ void pohmel_wb_attr_discard(struct inode *inode);
 
 /* wb.c */
 bool pohmel_wb_keeps_dirty(struct inode *inode);
+/* wb_data.c */
+bool pohmel_wb_data_waits(struct inode *inode);
 void pohmel_wb_new_dir_size(struct pohmel_sb_info *sbi, u16 op,
 			    const struct pohmel_fattr *obj);
 int pohmel_wb_create(struct inode *dir, struct dentry *dentry, u16 op,
 		     umode_t mode, dev_t rdev, const char *target);
 int pohmel_wb_remove(struct inode *dir, struct dentry *dentry, u16 op);
 int pohmel_wb_flush(struct pohmel_sb_info *sbi);
+void pohmel_wb_flush_soon(struct pohmel_sb_info *sbi);
 void pohmel_wb_recall_begin(struct pohmel_sb_info *sbi);
 void pohmel_wb_recall_end(struct pohmel_sb_info *sbi);
 void pohmel_wb_age(struct work_struct *work);

@@ -382,6 +382,8 @@ static int check_batch(const struct pohmel_req *req, const u8 *p, u32 len)
 		if (ilen > len - off)
 			return -EPROTO;
 		inner.op = req->bops[i];
+		/* a WRITE's count is checked against what it sent (wb_data.c) */
+		inner.want = inner.op == POHMEL_OP_WRITE ? POHMEL_MAX_DATA : 0;
 		if (!h->status && pohmel_check_reply(&inner, p + off, ilen))
 			return -EPROTO;
 		off += ilen;

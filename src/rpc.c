@@ -229,19 +229,23 @@ int pohmel_rpc_remove(struct pohmel_conn *c, u16 op,
 	return 0;
 }
 
-int pohmel_rpc_setattr(struct pohmel_conn *c, const struct pohmel_foid *oid,
-		       const struct pohmel_sattr *sa, struct pohmel_fattr *fa)
+/*
+ * A SETATTR as the current credentials, built but not sent (the log
+ * batches a new file's, wb_data.c); NULL without memory.
+ */
+struct pohmel_req *pohmel_rpc_setattr_req(struct pohmel_conn *c,
+					  const struct pohmel_foid *oid,
+					  const struct pohmel_sattr *sa)
 {
 	u32 fh = sa->valid & POHMEL_SET_HANDLE ? POHMEL_SETATTR_FH_SIZE : 0;
 	struct pohmel_setattr_fh *t;
 	struct pohmel_setattr *b;
 	struct pohmel_req *req;
-	int err;
 
 	req = pohmel_req_alloc(c, POHMEL_OP_SETATTR, POHMEL_SETATTR_SIZE + fh,
 			       true);
 	if (!req)
-		return -ENOMEM;
+		return NULL;
 	b = pohmel_req_append(req, POHMEL_SETATTR_SIZE);
 	put_oid(&b->oid, oid);
 	b->valid = cpu_to_be32(sa->valid);
@@ -255,6 +259,17 @@ int pohmel_rpc_setattr(struct pohmel_conn *c, const struct pohmel_foid *oid,
 		t = pohmel_req_append(req, fh);
 		t->handle = cpu_to_be64(sa->handle);
 	}
+	return req;
+}
+
+int pohmel_rpc_setattr(struct pohmel_conn *c, const struct pohmel_foid *oid,
+		       const struct pohmel_sattr *sa, struct pohmel_fattr *fa)
+{
+	struct pohmel_req *req = pohmel_rpc_setattr_req(c, oid, sa);
+	int err;
+
+	if (!req)
+		return -ENOMEM;
 	err = pohmel_rpc_call(c, req);
 	if (err)
 		return err;
@@ -378,7 +393,7 @@ struct pohmel_req *pohmel_rpc_batch(struct pohmel_conn *c,
 
 	for (i = 0; i < n; i++) {
 		pohmel_req_set_hdr(in[i]);
-		len += in[i]->slen;
+		len += in[i]->slen + in[i]->data.len;
 	}
 	req = pohmel_req_alloc(c, POHMEL_OP_BATCH, len, false);
 	if (req)
@@ -388,12 +403,30 @@ struct pohmel_req *pohmel_rpc_batch(struct pohmel_conn *c,
 		goto put;
 	for (i = 0; i < n; i++) {
 		struct pohmel_hdr *h = pohmel_req_append(req, in[i]->slen);
+		void *d;
 
-		if (WARN_ON_ONCE(!in[i]->needs_seq || in[i]->data.len) || !h) {
+		if (WARN_ON_ONCE(!in[i]->needs_seq) || !h) {
 			err = -EINVAL;
 			goto put;
 		}
 		memcpy(h, in[i]->sbuf, in[i]->slen);
+		/* a WRITE's pages (counted in its header's len): copied in */
+		if (in[i]->data.len) {
+			struct iov_iter it;
+
+			d = pohmel_req_append(req, in[i]->data.len);
+			if (!d) {
+				err = -EINVAL;
+				goto put;
+			}
+			iov_iter_bvec(&it, ITER_SOURCE, in[i]->data.bv,
+				      in[i]->data.nr, in[i]->data.len);
+			if (copy_from_iter(d, in[i]->data.len, &it) !=
+			    in[i]->data.len) {
+				err = -EFAULT;
+				goto put;
+			}
+		}
 		h->tag = cpu_to_be32(i + 1);
 		req->bops[i] = in[i]->op;
 	}
@@ -412,10 +445,12 @@ put:
 }
 
 /*
- * The next inner reply of an answered BATCH of creates and removals
- * (@off: where it starts, advanced): 0 with the new object's (a create's
- * only) and the directory's attributes, or the server's -errno for it.
- * The reply was checked whole on arrival (proto.c check_batch).
+ * The next inner reply of an answered BATCH of the log's requests (@off:
+ * where it starts, advanced), or the server's -errno for it: a create's
+ * gives the new object's and the directory's attributes (0), a
+ * removal's the directory's (0), a SETATTR's the object's (0), a
+ * WRITE's the object's and the bytes written (>= 0). The reply was
+ * checked whole on arrival (proto.c check_batch).
  */
 int pohmel_rpc_batch_entry(struct pohmel_req *b, u32 *off,
 			   struct pohmel_fattr *obj, struct pohmel_fattr *pdir)
@@ -427,6 +462,15 @@ int pohmel_rpc_batch_entry(struct pohmel_req *b, u32 *off,
 	*off += POHMEL_HDR_SIZE + be32_to_cpu(h->len);
 	if (status)
 		return pohmel_status_to_errno(status);
+	switch (be16_to_cpu(h->op)) {
+	case POHMEL_OP_SETATTR:
+		reply_attr(b, body, obj);
+		return 0;
+	case POHMEL_OP_WRITE:
+		reply_attr(b, body, obj);
+		return min_t(u32, be32_to_cpu(((const struct pohmel_io_reply *)
+					       body)->count), INT_MAX);
+	}
 	if (pohmel_op_removal(be16_to_cpu(h->op))) {
 		reply_attr(b, body, pdir);
 		return 0;

@@ -91,6 +91,9 @@ int pohmel_rpc_lookup_nolog(struct pohmel_conn *c,
 			    u32 len, struct pohmel_fattr *fa);
 int pohmel_rpc_lookup(struct pohmel_conn *c, const struct pohmel_foid *dir,
 		      const char *name, u32 len, struct pohmel_fattr *fa);
+struct pohmel_req *pohmel_rpc_setattr_req(struct pohmel_conn *c,
+					  const struct pohmel_foid *oid,
+					  const struct pohmel_sattr *sa);
 int pohmel_rpc_setattr(struct pohmel_conn *c, const struct pohmel_foid *oid,
 		       const struct pohmel_sattr *sa, struct pohmel_fattr *fa);
 int pohmel_rpc_idrange(struct pohmel_conn *c, u32 want, u64 *start,

@@ -194,7 +194,7 @@ int pohmel_session_handshake(struct pohmel_conn *c, struct socket *sock,
 			POHMEL_FEAT_FORGET;
 	if (!s->proto10 && c->writeback)
 		want |= POHMEL_FEAT_IDRANGE | POHMEL_FEAT_ASK_GRANT |
-			POHMEL_FEAT_BATCH;
+			POHMEL_FEAT_BATCH | POHMEL_FEAT_WB_DATA;
 
 	reqlen = POHMEL_HDR_SIZE + POHMEL_HELLO_SIZE + namelen;
 	memset(req, 0, sizeof(req));

@@ -132,6 +132,7 @@ int pohmel_show_stats(struct seq_file *m, struct dentry *root)
 	S("wb_errors", &vs->wb_errors);
 	S("wb_removed", &vs->wb_removed);
 	S("wb_cancelled", &vs->wb_cancelled);
+	S("wb_data", &vs->wb_data);
 	seq_printf(m, "\tage: %lld\n\tin_flight: %d\n",
 		   (long long)(ktime_get_boottime_seconds() - sbi->mounted_at),
 		   atomic_read(&cs->in_flight));

@@ -403,6 +403,9 @@ static int pohmel_write_inode(struct inode *inode,
 	}
 	if (!S_ISREG(inode->i_mode) || !pohmel_has_unstable(inode))
 		return 0;
+	/* sync(2), syncfs(2): their FSYNC_FS commits every inode at once */
+	if (pohmel_sync_commits_all(inode, wbc))
+		return 0;
 	/*
 	 * Unmounting from a server that is not there: what it applied is
 	 * lost only if its machine crashed; waiting (a hard mount: for

@@ -47,8 +47,9 @@
 #include "wb_int.h"
 
 #define POHMEL_WB_IDS	1024	/* ids asked for at a time */
-/* entries per BATCH: a bounded stack array, far inside the seq window */
-#define POHMEL_WB_BATCH	64
+/* entries per BATCH, and requests with their files' (far inside the seq window) */
+#define POHMEL_WB_BATCH		64
+#define POHMEL_WB_BATCH_REQS	192
 
 void pohmel_wb_init(struct pohmel_sb_info *sbi)
 {
@@ -334,12 +335,14 @@ static void flush_done(struct pohmel_sb_info *sbi, struct pohmel_wb_ent *ent,
 		pohmel_write_through_done(ent->dir, gen);
 		if (pdir)
 			pohmel_refresh_inode(ent->dir, pdir,
-					     POHMEL_REFRESH_OWN);
+					     POHMEL_REFRESH_OWN |
+					     POHMEL_REFRESH_SAME_ACL);
 		else
 			pohmel_invalidate_attrs(ent->dir);
 		if (!rm) {
 			pohmel_refresh_inode(ent->inode, obj,
-					     POHMEL_REFRESH_OWN);
+					     POHMEL_REFRESH_OWN |
+					     POHMEL_REFRESH_SAME_ACL);
 			write_unkept(ent->inode, obj);
 		}
 		atomic64_inc(&sbi->stats.wb_flushed);
@@ -431,42 +434,91 @@ static int settle_one(struct pohmel_sb_info *sbi, struct pohmel_wb_ent *ent)
 	return 0;
 }
 
-/*
- * The first @n entries of the log (@ents, with room for @n requests
- * after them) in one BATCH. Returns how many
- * were answered (all, or 0 with *errp set: the batch did not go, or its
- * outcome is unknown; they stay on the log).
- */
-static u32 flush_batch(struct pohmel_sb_info *sbi,
-		       struct pohmel_wb_ent **ents, u32 n, int *errp)
+/* A flush's working set, off the stack. */
+struct wb_flush_buf {
+	struct pohmel_wb_ent *ents[POHMEL_WB_BATCH];
+	struct pohmel_wb_data *data[POHMEL_WB_BATCH];
+	struct pohmel_req *in[POHMEL_WB_BATCH_REQS];
+};
+
+/* What was taken with the entries is given back (the BATCH did not go). */
+static void undo_data(struct wb_flush_buf *fb, u32 n)
 {
-	struct pohmel_req **in = (struct pohmel_req **)(ents + n), *b;
-	struct pohmel_fattr obj, pdir;
-	u32 i, off = 0, gen;
+	u32 i;
 
 	for (i = 0; i < n; i++) {
-		in[i] = ent_req(sbi, ents[i]);
-		if (IS_ERR(in[i])) {
-			*errp = PTR_ERR(in[i]);
-			while (i--)
-				pohmel_req_put(in[i]);
-			return 0;
+		if (fb->data[i])
+			pohmel_wb_data_undo(fb->data[i]);
+		fb->data[i] = NULL;
+	}
+}
+
+/*
+ * The first *@n entries of the log (fb->ents), with what of their new
+ * files can go along (wb_data.c) in the @room bytes the entries leave,
+ * in one BATCH; *@n becomes how many entries it took (fewer when their
+ * files' requests fill it). All of them were answered, unless *@errp is
+ * set: the batch did not go, or its outcome is unknown.
+ */
+static void flush_batch(struct pohmel_sb_info *sbi, struct wb_flush_buf *fb,
+			u32 *n, u32 room, int *errp)
+{
+	struct pohmel_fattr obj, pdir;
+	u32 i, k = 0, off = 0, gen, nreq = 0;
+	struct pohmel_req *b;
+
+	for (i = 0; i < *n; i++) {
+		struct pohmel_wb_data *d;
+
+		fb->data[i] = NULL;
+		if (nreq + 1 + POHMEL_WB_DATA_NREQ > POHMEL_WB_BATCH_REQS)
+			break;
+		d = pohmel_wb_data_take(fb->ents[i], room);
+		if (d) {
+			room -= min(room, pohmel_wb_data_size(d));
+			nreq += pohmel_wb_data_nreq(d);
+		}
+		fb->data[i] = d;
+		nreq++;
+	}
+	*n = i;
+	for (i = 0; i < *n; i++) {
+		fb->in[k] = ent_req(sbi, fb->ents[i]);
+		if (IS_ERR(fb->in[k])) {
+			*errp = PTR_ERR(fb->in[k]);
+			goto put;
+		}
+		k++;
+		if (fb->data[i]) {
+			*errp = pohmel_wb_data_reqs(fb->data[i], fb->in + k);
+			if (*errp)
+				goto put;
+			k += pohmel_wb_data_nreq(fb->data[i]);
 		}
 	}
-	gen = pohmel_verf_gen(ents[0]->dir);
-	b = pohmel_rpc_batch(&sbi->conn, in, n);
+	gen = pohmel_verf_gen(fb->ents[0]->dir);
+	b = pohmel_rpc_batch(&sbi->conn, fb->in, k);
 	if (IS_ERR(b)) {
 		*errp = PTR_ERR(b);
-		return 0;
+		undo_data(fb, *n);
+		return;
 	}
 	atomic64_inc(&sbi->stats.wb_batches);
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < *n; i++) {
 		int err = pohmel_rpc_batch_entry(b, &off, &obj, &pdir);
 
-		flush_done(sbi, ents[i], err, gen, &obj, &pdir);
+		flush_done(sbi, fb->ents[i], err, gen, &obj, &pdir);
+		if (fb->data[i])
+			pohmel_wb_data_done(fb->data[i], b, &off);
+		fb->data[i] = NULL;
 	}
 	pohmel_req_put(b);
-	return n;
+	return;
+
+put:
+	while (k--)
+		pohmel_req_put(fb->in[k]);
+	undo_data(fb, *n);
 }
 
 void pohmel_wb_free_ent(struct pohmel_wb_ent *ent)
@@ -508,7 +560,7 @@ static void drop_first(struct pohmel_sb_info *sbi,
  * holds (requests and replies), into @ents; their number.
  */
 static u32 take_first(struct pohmel_sb_info *sbi,
-		      struct pohmel_wb_ent **ents, u32 max)
+		      struct pohmel_wb_ent **ents, u32 max, u32 *left)
 {
 	struct pohmel_wb *wb = &sbi->wb;
 	u32 room = READ_ONCE(sbi->conn.sess.max_msg), used = 0, n = 0;
@@ -537,6 +589,7 @@ static u32 take_first(struct pohmel_sb_info *sbi,
 		ents[n++] = ent;
 	}
 	spin_unlock(&wb->lock);
+	*left = room - used;
 	return n;
 }
 
@@ -550,23 +603,27 @@ int pohmel_wb_flush(struct pohmel_sb_info *sbi)
 	bool batch = READ_ONCE(sbi->conn.sess.features) & POHMEL_FEAT_BATCH;
 	struct pohmel_wb *wb = &sbi->wb;
 	struct pohmel_wb_ent *one, **ents;
+	struct wb_flush_buf *fb;
 	int err = 0;
-	u32 n, max = POHMEL_WB_BATCH;
+	u32 n, room, max = POHMEL_WB_BATCH;
 
 	if (!atomic_read(&sbi->conn.wb_pending))
 		return 0;
-	/* entries, then their requests (flush_batch); off the stack */
-	ents = kmalloc_array(2 * POHMEL_WB_BATCH, sizeof(*ents), GFP_NOFS);
-	if (!ents) {
+	fb = kmalloc(sizeof(*fb), GFP_NOFS);
+	if (fb) {
+		ents = fb->ents;
+	} else {
 		ents = &one;
 		max = 1;
+		batch = false;
 	}
 	mutex_lock(&wb->flush_mu);
-	while ((n = take_first(sbi, ents, max))) {
-		if (n > 1 && batch) {
-			u32 sent = n;
+	while ((n = take_first(sbi, ents, max, &room))) {
+		if (batch) {
+			u32 sent;
 
-			n = flush_batch(sbi, ents, sent, &err);
+			flush_batch(sbi, fb, &n, room, &err);
+			sent = n;
 			/*
 			 * Refused whole, or lost with a malformed reply:
 			 * every entry of it one at a time, each first
@@ -578,6 +635,8 @@ int pohmel_wb_flush(struct pohmel_sb_info *sbi)
 					err = settle_one(sbi, ents[n]);
 				if (err)
 					n--;
+			} else if (err) {
+				n = 0;
 			}
 		} else {
 			err = flush_one(sbi, ents[0]);
@@ -588,8 +647,7 @@ int pohmel_wb_flush(struct pohmel_sb_info *sbi)
 			break;
 	}
 	mutex_unlock(&wb->flush_mu);
-	if (ents != &one)
-		kfree(ents);
+	kfree(fb);
 	/*
 	 * Emptied: the age timer was for entries that went. A creator that
 	 * found it pending did not arm it, so look again after the cancel.
@@ -619,6 +677,12 @@ void pohmel_wb_recall_begin(struct pohmel_sb_info *sbi)
 void pohmel_wb_recall_end(struct pohmel_sb_info *sbi)
 {
 	up_write(&sbi->wb.grant_sem);
+}
+
+/* The kernel wants pages written that wait for the log: send it now. */
+void pohmel_wb_flush_soon(struct pohmel_sb_info *sbi)
+{
+	mod_delayed_work(system_wq, &sbi->wb.age, 0);
 }
 
 void pohmel_wb_age(struct work_struct *work)

@@ -177,6 +177,12 @@ int pohmel_wb_attr_flush(struct inode *inode)
 
 	if (!READ_ONCE(pi->dsa.valid))
 		return 0;
+	/* its create waits on the log: they go with it (wb_data.c) */
+	if (READ_ONCE(pi->wb_create)) {
+		err = pohmel_wb_flush(sbi);
+		if (err)
+			return err;
+	}
 	/*
 	 * The data first, all of it: a WRITE after the SETATTR would move
 	 * the mtime it sets (the flusher may have written only part of the

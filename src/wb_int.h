@@ -27,4 +27,21 @@ struct pohmel_wb_ent {
 bool pohmel_wb_usable(struct inode *dir);
 void pohmel_wb_free_ent(struct pohmel_wb_ent *ent);
 
+/* wb_data.c: a new file's data and attributes in its create's BATCH */
+#define POHMEL_WB_DATA_MAX	(256 * 1024)	/* bytes of a file, at most */
+/* a WRITE's or SETATTR's request and reply, but the data, at most */
+#define POHMEL_WB_DATA_REQ	(POHMEL_HDR_SIZE + 4 * (POHMEL_MAX_GROUPS + 1) + \
+				 POHMEL_IO_SIZE + 2 * POHMEL_TIME_SIZE + \
+				 POHMEL_SETATTR_SIZE + POHMEL_ATTR_SIZE)
+#define POHMEL_WB_DATA_NREQ	5		/* WRITEs and a SETATTR */
+struct pohmel_wb_data;
+struct pohmel_wb_data *pohmel_wb_data_take(struct pohmel_wb_ent *ent,
+					   u32 room);
+u32 pohmel_wb_data_nreq(const struct pohmel_wb_data *d);
+u32 pohmel_wb_data_size(const struct pohmel_wb_data *d);
+int pohmel_wb_data_reqs(struct pohmel_wb_data *d, struct pohmel_req **out);
+void pohmel_wb_data_undo(struct pohmel_wb_data *d);
+void pohmel_wb_data_done(struct pohmel_wb_data *d, struct pohmel_req *b,
+			 u32 *off);
+
 #endif /* POHMEL_WB_INT_H */

@@ -23,13 +23,11 @@
  * May @dentry's object go from @dir by @op without a round trip? Both
  * held EXCL. A directory: known empty (its complete listing). Anything
  * else: its last name, and open nowhere (no file holds the dentry: the
- * test NFS's silly rename makes), no page of it written but not yet
- * stable (commit.c would chase an object gone).
+ * test NFS's silly rename makes).
  */
 static bool removable(struct inode *dir, struct dentry *dentry, u16 op)
 {
 	struct inode *inode = d_inode(dentry);
-	struct pohmel_inode *pi;
 	bool alone;
 
 	if (!inode || pohmel_grant(dir, NULL) != POHMEL_GRANT_EXCL ||
@@ -42,12 +40,6 @@ static bool removable(struct inode *dir, struct dentry *dentry, u16 op)
 	spin_lock(&dentry->d_lock);
 	alone = d_count(dentry) == 1;
 	spin_unlock(&dentry->d_lock);
-	if (!alone)
-		return false;
-	pi = POHMEL_I(inode);
-	spin_lock(&pi->lock);
-	alone = list_empty(&pi->unstable);
-	spin_unlock(&pi->lock);
 	return alone;
 }
 
@@ -130,6 +122,13 @@ int pohmel_wb_remove(struct inode *dir, struct dentry *dentry, u16 op)
 		goto unlock;
 	}
 	pohmel_wb_attr_discard(inode);
+	/*
+	 * Its written pages not yet stable: of no use either (a commit
+	 * would chase an object gone). Truncation above waited for any
+	 * WRITE in flight, so no pin comes after this.
+	 */
+	if (op == POHMEL_OP_UNLINK)
+		pohmel_unstable_drop(inode);
 	ce = take_create(wb, inode);
 	if (!ce) {
 		ent->dir = igrab(dir);

@@ -16,6 +16,17 @@ static int pohmel_xattr_get(const struct xattr_handler *handler,
 {
 	const char *full = xattr_full_name(handler, name);
 
+	/*
+	 * Asked by the VFS at every write and chown (file_remove_privs,
+	 * ATTR_KILL_PRIV). An object this mount made and still holds EXCL
+	 * has none: only a setxattr, which clears WB_NEW, could have set it
+	 * (other LSM labels the server's filesystem may give it are still
+	 * asked for).
+	 */
+	if (!strcmp(full, XATTR_NAME_CAPS) &&
+	    test_bit(POHMEL_I_WB_NEW, &POHMEL_I(inode)->flags) &&
+	    pohmel_grant(inode, NULL) == POHMEL_GRANT_EXCL)
+		return -ENODATA;
 	return pohmel_rpc_getxattr(pohmel_conn(inode), POHMEL_OP_GETXATTR,
 				   &POHMEL_I(inode)->oid, full, buf, size);
 }

@@ -19,6 +19,8 @@
  *            writer sends its creates first, and mount 2 sees every name,
  *            with the same inode numbers and types;
  *   fsync    fsync of the directory sends what is pending;
+ *   batch    new files' data and attributes go in their creates' BATCH,
+ *            and a syncfs commits them with one FSYNC_FS;
  *   age      left alone, the log goes out after wb_delay;
  *   conflict a name made in the export meanwhile: the flushed create
  *            fails (EEXIST), is counted, and the directory's next fsync
@@ -339,6 +341,100 @@ static void unlinks(const char *d, const char *d2, const char *ex)
 		close(fd);
 }
 
+/* Messages of type OP sent by WBMNT ("op OP:" lines, absent until one). */
+static long long msgs(const char *op)
+{
+	char key[64];
+	long long v;
+
+	snprintf(key, sizeof(key), "op %s", op);
+	v = mstat(key);
+	return v < 0 ? 0 : v;
+}
+
+/*
+ * batch: NB new files written, made read-only and given an mtime, as tar
+ * does, then a syncfs: their data and attributes go in their creates'
+ * BATCH (src/wb_data.c), and the sync's one FSYNC_FS commits them all: a
+ * few messages for all of them, where each used to cost an OPEN, a
+ * WRITE, a SETATTR and an FSYNC. Tried again as the sequences above if a
+ * flush came in the middle (each try makes new names).
+ */
+#define NB	30
+static void batch_data(const char *d, const char *ex)
+{
+	static unsigned char data[3000], got[sizeof(data) + 1];
+	const struct timespec tv[2] = { { MTIME, 0 }, { MTIME, 0 } };
+	long long r0 = 0, r1 = 0, r2, w0 = 0, s0 = 0, f0, l0, x0, g0, o0;
+	char p[4400], bd[4250];
+	int fd, i, ok, tries, good = 0;
+	struct stat st;
+
+	snprintf(bd, sizeof(bd), "%s/bd", d);
+	ok = mkdir(bd, 0755) == 0;
+	fd = open(d, O_RDONLY | O_DIRECTORY);
+	for (tries = 1; ok; tries++) {
+		int disturbed;
+
+		if (fd < 0 || syncfs(fd)) {
+			ok = 0;
+			break;
+		}
+		r0 = mstat("round_trips");
+		w0 = mstat("wb_data");
+		s0 = msgs("fsync");
+		f0 = mstat("wb_flushed");
+		l0 = mstat("wb_local");
+		x0 = msgs("getxattr");
+		g0 = msgs("grant");
+		o0 = msgs("open");
+		for (i = 0; ok && i < NB; i++) {
+			snprintf(p, sizeof(p), "%s/b%d.%d", bd, i, tries);
+			fill_pattern(data, sizeof(data), 100 * tries + i, 0);
+			ok = write_file(p, data, sizeof(data) - i, O_EXCL,
+					0644) == 0 && chmod(p, 0444) == 0 &&
+			     utimensat(AT_FDCWD, p, tv, 0) == 0;
+		}
+		r2 = mstat("round_trips");
+		disturbed = mstat("wb_flushed") != f0 ||
+			    mstat("wb_local") != l0 + NB || r2 != r0;
+		ok = ok && syncfs(fd) == 0;
+		r1 = mstat("round_trips");
+		if (!ok || !disturbed || tries == 5)
+			break;
+		tap_diag("  batch: disturbed (attempt %d: %lld flushed, %lld messages sent meanwhile, %lld of %d creates local; getxattr %lld, grant %lld, open %lld): again",
+			 tries, mstat("wb_flushed") - f0, r2 - r0,
+			 mstat("wb_local") - l0, NB, msgs("getxattr") - x0,
+			 msgs("grant") - g0, msgs("open") - o0);
+	}
+	tap_check(ok, "writeback: batch: %d new files written, chmod 0444, utimensat, then syncfs (attempt %d)",
+		  NB, tries);
+	tap_check(mstat("wb_data") == w0 + NB,
+		  "writeback: batch: each file's data and attributes went with its create (wb_data +%lld)",
+		  mstat("wb_data") - w0);
+	tap_check(r0 > 0 && r1 - r0 <= 4,
+		  "writeback: batch: the syncfs sent %lld messages for the %d files (BATCHes and one FSYNC_FS), not 4 each",
+		  r1 - r0, NB);
+	tap_check(msgs("fsync") == s0 + 1,
+		  "writeback: batch: one FSYNC for them all (the FSYNC_FS), not one per file (%lld)",
+		  msgs("fsync") - s0);
+	for (i = 0; ok && i < NB; i++) {
+		snprintf(p, sizeof(p), "%s/bd/b%d.%d", ex, i, tries);
+		fill_pattern(data, sizeof(data), 100 * tries + i, 0);
+		if (stat(p, &st) == 0 && (st.st_mode & 07777) == 0444 &&
+		    st.st_mtime == MTIME &&
+		    st.st_size == (off_t)(sizeof(data) - i) &&
+		    read_file(p, got, sizeof(got)) == (ssize_t)(sizeof(data) - i) &&
+		    !memcmp(got, data, sizeof(data) - i))
+			good++;
+	}
+	tap_check(good == NB,
+		  "writeback: batch: the export has each file's data, mode 0444 and mtime (%d of %d)",
+		  good, NB);
+	if (fd >= 0)
+		close(fd);
+}
+
 /*
  * PROCS processes create PER files each in DIR (held EXCL) at once, so
  * that their ids are taken in one order and could be logged in another;
@@ -564,6 +660,9 @@ int main(int argc, char **argv)
 
 	/* unlink */
 	unlinks(d, d2, ex);
+
+	/* batch */
+	batch_data(d, ex);
 
 	/*
 	 * conflict: the server has no such name yet; make one there before

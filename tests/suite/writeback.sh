@@ -85,13 +85,14 @@ fi
 # restart: see the top
 kept_data() {
 	local f=$d1/restart/kept e=$POHMEL_EXPORT$rel/restart/kept rc0 i
-	mkdir -p "$d1/restart" && echo granted >"$f" && stat "$f" >/dev/null || return 1
+	mkdir -p "$d1/restart" && : >"$f" && stat "$f" >/dev/null || return 1
 	# mount 2's listing recalls the directory's grant: mount 1 sends its
-	# creates (the file is on the server, empty) and keeps the data under
-	# the file's own grant. (A create still on the log at the kill would
-	# go at the reconnect and bring a new grant, under which keeping the
-	# data is right.)
-	ls -f "$d2/restart" >/dev/null || return 1
+	# creates (the file is on the server, empty). The data written then
+	# is kept under the file's own grant. (Written before, it would have
+	# gone in the create's BATCH; a create still on the log at the kill
+	# would go at the reconnect and bring a new grant, under which
+	# keeping the data is right.)
+	ls -f "$d2/restart" >/dev/null && echo granted >"$f" || return 1
 	sleep 1
 	[ "$(stat -c %s "$e" 2>/dev/null)" != 8 ] ||
 		{ echo "the data was in the export before the restart: nothing to test"; return 1; }
