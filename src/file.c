@@ -124,6 +124,8 @@ listed:
 	list_add(&h->list, &pi->handles);
 	spin_unlock(&pi->lock);
 	atomic_inc(&sbi->listed_handles);
+	if (h->deferred)
+		atomic_inc(&sbi->deferred_handles);
 	file->private_data = h;
 	pohmel_allow_odirect(file);
 	return 0;
@@ -153,7 +155,7 @@ static bool killed_task(void)
 static bool close_writes_back(struct inode *inode)
 {
 	return !pohmel_wb_keeps_dirty(inode) ||
-	       atomic_read(&POHMEL_SB(inode->i_sb)->listed_handles) >
+	       pohmel_server_handles(POHMEL_SB(inode->i_sb)) >
 	       POHMEL_LISTED_HANDLES_MAX;
 }
 
@@ -173,7 +175,7 @@ static int pohmel_release(struct inode *inode, struct file *file)
 	 * cap an idle handle would take a slot an open file may need.
 	 */
 	if (pohmel_grant(inode, NULL) == POHMEL_GRANT_NONE ||
-	    atomic_read(&POHMEL_SB(inode->i_sb)->listed_handles) >
+	    pohmel_server_handles(POHMEL_SB(inode->i_sb)) >
 	    POHMEL_LISTED_HANDLES_MAX)
 		pohmel_drop_idle_handles(inode);
 	return 0;

@@ -81,6 +81,8 @@ int pohmel_handle_ready(struct pohmel_handle *h)
 		h->handle = handle;
 		/* handle is set before anyone sees deferred false */
 		smp_store_release(&h->deferred, false);
+		atomic_dec(&container_of(h->conn, struct pohmel_sb_info,
+					 conn)->deferred_handles);
 	}
 unlock:
 	mutex_unlock(&h->open_mu);
@@ -137,6 +139,26 @@ struct pohmel_handle *pohmel_get_handle(struct inode *inode, u32 want)
 	return found;
 }
 
+/* @h came off @inode's list: no longer counted (pohmel_server_handles). */
+static void unlist(struct inode *inode, struct pohmel_handle *h)
+{
+	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
+
+	atomic_dec(&sbi->listed_handles);
+	if (h->deferred)
+		atomic_dec(&sbi->deferred_handles);
+}
+
+/*
+ * Listed handles that hold one of the server's (a deferred OPEN never
+ * sent holds none): what the mount's cap counts.
+ */
+int pohmel_server_handles(struct pohmel_sb_info *sbi)
+{
+	return atomic_read(&sbi->listed_handles) -
+	       atomic_read(&sbi->deferred_handles);
+}
+
 /* Close the handles no file and no writeback uses (the list's only). */
 void pohmel_drop_idle_handles(struct inode *inode)
 {
@@ -151,7 +173,7 @@ void pohmel_drop_idle_handles(struct inode *inode)
 	spin_unlock(&pi->lock);
 	list_for_each_entry_safe(h, tmp, &idle, list) {
 		list_del_init(&h->list);
-		atomic_dec(&POHMEL_SB(inode->i_sb)->listed_handles);
+		unlist(inode, h);
 		pohmel_put_handle(h);
 	}
 }
@@ -219,7 +241,7 @@ void pohmel_forget_end(struct inode *inode, struct pohmel_forget *fg,
 	}
 	list_for_each_entry_safe(h, tmp, &fg->list, list) {
 		list_del_init(&h->list);
-		atomic_dec(&POHMEL_SB(inode->i_sb)->listed_handles);
+		unlist(inode, h);
 		h->closed = true;	/* no CLOSE: the removal closed it */
 		pohmel_put_handle(h);
 	}

@@ -253,6 +253,8 @@ void pohmel_touch_dir(struct inode *dir, const struct timespec64 *now)
 	spin_lock(&pi->lock);
 	inode_set_mtime_to_ts(dir, *now);
 	inode_set_ctime_to_ts(dir, *now);
+	/* newer than an mtime set locally before (its entry goes first) */
+	pi->dsa.valid &= ~(POHMEL_SET_MTIME | POHMEL_SET_MTIME_NOW);
 	spin_unlock(&pi->lock);
 }
 

@@ -117,6 +117,8 @@ struct pohmel_sb_info {
 	bool umounting;			/* kill_sb began: see write_inode */
 	atomic64_t epochs;		/* source of pohmel_inode.epoch */
 	atomic_t listed_handles;	/* on inode lists, open or idle */
+	/* of those, OPENs deferred and never sent: no server handle */
+	atomic_t deferred_handles;
 	spinlock_t statfs_lock;		/* protects statfs, statfs_known */
 	struct pohmel_fstatfs statfs;	/* last answer, for a server away */
 	bool statfs_known;
@@ -211,6 +213,8 @@ struct pohmel_inode {
 	const struct cred *dsa_cred;
 	/* its create, while on the write-back log; under sbi->wb.lock */
 	struct pohmel_wb_ent *wb_create;
+	/* a directory's SETATTR entries on that log; under sbi->wb.lock */
+	unsigned int wb_setattrs;
 };
 
 #define POHMEL_WT_NONE		0
@@ -304,6 +308,7 @@ int pohmel_handle_open(struct pohmel_handle *h, u32 extra, u64 *handle,
 void pohmel_put_handle(struct pohmel_handle *h);
 int pohmel_handle_ready(struct pohmel_handle *h);
 int pohmel_handles_ready(struct inode *inode);
+int pohmel_server_handles(struct pohmel_sb_info *sbi);
 void pohmel_drop_idle_handles(struct inode *inode);
 void pohmel_forget_begin(struct inode *inode, u16 op, struct pohmel_forget *fg);
 void pohmel_forget_end(struct inode *inode, struct pohmel_forget *fg,
@@ -344,6 +349,12 @@ int pohmel_wb_setattr(struct inode *inode, const struct iattr *attr);
 int pohmel_wb_attr_flush(struct inode *inode);
 void pohmel_wb_attr_reapply(struct inode *inode);
 void pohmel_wb_attr_forget(struct inode *inode);
+void pohmel_sattr_merge(struct pohmel_sattr *to, const struct pohmel_sattr *sa);
+void pohmel_wb_dir_apply(struct inode *dir, const struct pohmel_sattr *sa,
+			 struct timespec64 now);
+void pohmel_wb_dir_sent(struct inode *dir);
+int pohmel_wb_dir_setattr(struct inode *dir, const struct pohmel_sattr *sa,
+			  struct timespec64 now);
 void pohmel_wb_attr_discard(struct inode *inode);
 
 /* wb.c */

@@ -278,11 +278,16 @@ int pohmel_rpc_setattr(struct pohmel_conn *c, const struct pohmel_foid *oid,
 	return 0;
 }
 
-/* A create's reply (object, directory), or a removal's (directory). */
+/*
+ * A create's reply (object, directory), a removal's (directory), or a
+ * SETATTR's (object) of the write-back log.
+ */
 static void decode_entry(struct pohmel_req *req, struct pohmel_fattr *obj,
 			 struct pohmel_fattr *dir)
 {
-	if (pohmel_op_removal(req->op)) {
+	if (req->op == POHMEL_OP_SETATTR) {
+		reply_attr(req, req->rbuf, obj);
+	} else if (pohmel_op_removal(req->op)) {
 		reply_attr(req, req->rbuf, dir);
 	} else {
 		reply_attr(req, req->rbuf, obj);
@@ -363,8 +368,9 @@ int pohmel_rpc_create(struct pohmel_conn *c, u16 op,
 }
 
 /*
- * A request of pohmel_rpc_create_req() or _remove_req() alone, without
- * the log's hook (@obj is left alone for a removal).
+ * A request of pohmel_rpc_create_req(), _remove_req() or _setattr_req()
+ * alone, without the log's hook (@obj is left alone for a removal,
+ * @pdir for a SETATTR).
  */
 int pohmel_rpc_log_send(struct pohmel_conn *c, struct pohmel_req *req,
 			struct pohmel_fattr *obj, struct pohmel_fattr *pdir)

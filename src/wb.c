@@ -17,10 +17,13 @@
  *
  * Unlink of a file held EXCL in such a directory, by its last name and
  * open nowhere, and rmdir of a directory held EXCL and known empty, are
- * local too (wb_remove.c).
+ * local too (wb_remove.c), and so are chmod and utimes of a directory
+ * made here: a SETATTR entry (pohmel_wb_dir_setattr).
  *
  * Lock rules:
- * - wb->lock (spinlock) protects the log and the id pool.
+ * - wb->lock (spinlock) protects the log and the id pool (and each
+ *   inode's wb_create and wb_setattrs); a directory's pi->lock may be
+ *   taken under it (pohmel_wb_dir_setattr), never the other way.
  * - wb->create_mu: a creator holds it from taking its id until its
  *   entry is on the log (under grant_sem shared), so that the log holds
  *   a range's ids in increasing order: the server takes an id as
@@ -260,6 +263,68 @@ locked:
 	return 0;
 }
 
+/*
+ * chmod or utimes of a directory this mount made and holds EXCL: applied
+ * at once, and a SETATTR entry (as the caller) on the log, in order with
+ * the creates and removals in it: those before it were checked against
+ * the old mode and moved the mtime before it sets it, those after it
+ * against the new one (wb_attr.c). A change right after another of the
+ * same directory and caller joins that entry while no flush has it.
+ * 0 when done, -EAGAIN when it must go to the server now.
+ */
+int pohmel_wb_dir_setattr(struct inode *dir, const struct pohmel_sattr *sa,
+			  struct timespec64 now)
+{
+	struct pohmel_sb_info *sbi = POHMEL_SB(dir->i_sb);
+	const struct cred *cred = current_cred();
+	struct pohmel_wb *wb = &sbi->wb;
+	struct pohmel_wb_ent *ent, *last;
+	bool flushing;
+
+	if (!pohmel_wb_usable(dir))
+		return -EAGAIN;
+	ent = kzalloc(sizeof(*ent), GFP_KERNEL);
+	if (!ent)
+		return -ENOMEM;
+	down_read(&wb->grant_sem);
+	if (pohmel_grant(dir, NULL) != POHMEL_GRANT_EXCL) {
+		up_read(&wb->grant_sem);
+		kfree(ent);
+		return -EAGAIN;
+	}
+	/* a flush may be building the last entry's request: no joining it */
+	flushing = !mutex_trylock(&wb->flush_mu);
+	spin_lock(&wb->lock);
+	last = list_empty(&wb->log) ? NULL :
+	       list_last_entry(&wb->log, struct pohmel_wb_ent, list);
+	if (!flushing && last && last->op == POHMEL_OP_SETATTR &&
+	    last->inode == dir && uid_eq(last->cred->fsuid, cred->fsuid) &&
+	    gid_eq(last->cred->fsgid, cred->fsgid) &&
+	    last->cred->group_info == cred->group_info) {
+		pohmel_sattr_merge(&last->sa, sa);
+	} else {
+		ent->dir = igrab(dir);
+		ent->inode = igrab(dir);
+		ent->cred = get_cred(cred);
+		ent->op = POHMEL_OP_SETATTR;
+		ent->sa = *sa;
+		ent->time = now;
+		list_add_tail(&ent->list, &wb->log);
+		POHMEL_I(dir)->wb_setattrs++;
+		atomic_inc(&sbi->conn.wb_pending);
+		ent = NULL;
+	}
+	pohmel_wb_dir_apply(dir, sa, now);
+	spin_unlock(&wb->lock);
+	if (!flushing)
+		mutex_unlock(&wb->flush_mu);
+	up_read(&wb->grant_sem);
+	kfree(ent);
+	atomic64_inc(&sbi->stats.wb_attr_local);
+	queue_delayed_work(system_wq, &wb->age, sbi->opts.wb_delay * HZ);
+	return 0;
+}
+
 /* A MKDIR's reply: the size a new directory has there (see dir_size). */
 void pohmel_wb_new_dir_size(struct pohmel_sb_info *sbi, u16 op,
 			    const struct pohmel_fattr *obj)
@@ -314,6 +379,24 @@ static bool ent_removal(const struct pohmel_wb_ent *ent)
 	return pohmel_op_removal(ent->op);
 }
 
+/* A directory's SETATTR entry answered (0 or -errno, not transient). */
+static void setattr_done(struct pohmel_sb_info *sbi, struct pohmel_wb_ent *ent,
+			 int err, struct pohmel_fattr *obj)
+{
+	if (!err) {
+		pohmel_refresh_inode(ent->inode, obj, POHMEL_REFRESH_OWN);
+		atomic64_inc(&sbi->stats.wb_flushed);
+		return;
+	}
+	atomic64_inc(&sbi->stats.wb_errors);
+	pr_warn_ratelimited("%s (%pISpc): an attribute change made locally to directory %llu failed on the server: error %d\n",
+			    sbi->conn.name, &sbi->conn.addr,
+			    POHMEL_I(ent->inode)->oid.id, err);
+	mapping_set_error(ent->inode->i_mapping, err);
+	pohmel_wb_dir_sent(ent->inode);
+	pohmel_invalidate_attrs(ent->inode);
+}
+
 /*
  * What the server answered for @ent (0 or -errno, not transient). A
  * removal's handles and grant go with it, or come back to the inode.
@@ -324,6 +407,10 @@ static void flush_done(struct pohmel_sb_info *sbi, struct pohmel_wb_ent *ent,
 {
 	bool rm = ent_removal(ent);
 
+	if (ent->op == POHMEL_OP_SETATTR) {
+		setattr_done(sbi, ent, err, obj);
+		return;
+	}
 	if (rm) {
 		pohmel_forget_end(ent->inode, ent->fg, !err);
 		kfree(ent->fg);
@@ -370,6 +457,13 @@ static struct pohmel_req *ent_req(struct pohmel_sb_info *sbi,
 	const struct cred *old = override_creds(ent->cred);
 	struct pohmel_req *req;
 
+	if (ent->op == POHMEL_OP_SETATTR) {
+		req = pohmel_rpc_setattr_req(&sbi->conn,
+					     &POHMEL_I(ent->inode)->oid,
+					     &ent->sa);
+		revert_creds(old);
+		return req ?: ERR_PTR(-ENOMEM);
+	}
 	if (ent_removal(ent)) {
 		req = pohmel_rpc_remove_req(&sbi->conn, ent->op,
 					    &POHMEL_I(ent->dir)->oid,
@@ -419,6 +513,9 @@ static int settle_one(struct pohmel_sb_info *sbi, struct pohmel_wb_ent *ent)
 	const struct cred *old;
 	int err;
 
+	/* a SETATTR sets what it sets: again does no harm */
+	if (ent->op == POHMEL_OP_SETATTR)
+		return flush_one(sbi, ent);
 	old = override_creds(ent->cred);
 	err = pohmel_rpc_lookup_nolog(&sbi->conn, &POHMEL_I(ent->dir)->oid,
 				      ent->data, ent->namelen, &obj);
@@ -540,6 +637,8 @@ static void drop_first(struct pohmel_sb_info *sbi,
 	struct pohmel_wb *wb = &sbi->wb;
 	u32 i;
 
+	bool last[POHMEL_WB_BATCH];
+
 	spin_lock(&wb->lock);
 	for (i = 0; i < n; i++) {
 		struct pohmel_inode *pi = POHMEL_I(ents[i]->inode);
@@ -547,9 +646,14 @@ static void drop_first(struct pohmel_sb_info *sbi,
 		list_del(&ents[i]->list);
 		if (pi->wb_create == ents[i])
 			pi->wb_create = NULL;
+		last[i] = ents[i]->op == POHMEL_OP_SETATTR &&
+			  !--pi->wb_setattrs;
 	}
 	spin_unlock(&wb->lock);
 	for (i = 0; i < n; i++) {
+		/* its last one went: the directory keeps nothing */
+		if (last[i])
+			pohmel_wb_dir_sent(ents[i]->inode);
 		atomic_dec(&sbi->conn.wb_pending);
 		pohmel_wb_free_ent(ents[i]);
 	}
@@ -573,7 +677,9 @@ static u32 take_first(struct pohmel_sb_info *sbi,
 		 * header, groups, body (a create's: id, time; a removal's:
 		 * the handles it closes), name, target; or the reply
 		 */
-		u32 body = ent_removal(ent) ?
+		u32 body = ent->op == POHMEL_OP_SETATTR ?
+			   POHMEL_SETATTR_SIZE :
+			   ent_removal(ent) ?
 			   POHMEL_NAME_REQ_SIZE + POHMEL_REMOVE_EXT_SIZE +
 			   8 * POHMEL_REMOVE_HANDLES_MAX :
 			   POHMEL_CREATE_SIZE + 8 +
@@ -741,6 +847,7 @@ void pohmel_wb_shutdown(struct pohmel_sb_info *sbi)
 	list_for_each_entry_safe(ent, tmp, &left, list) {
 		pr_warn("%s (%pISpc): umount: a %s made locally (\"%.*s\") never reached the server\n",
 			sbi->conn.name, &sbi->conn.addr,
+			ent->op == POHMEL_OP_SETATTR ? "directory's attribute change" :
 			ent_removal(ent) ? "removal" : "create", ent->namelen,
 			ent->data);
 		atomic_dec(&sbi->conn.wb_pending);
@@ -748,6 +855,8 @@ void pohmel_wb_shutdown(struct pohmel_sb_info *sbi)
 		spin_lock(&wb->lock);
 		if (POHMEL_I(ent->inode)->wb_create == ent)
 			POHMEL_I(ent->inode)->wb_create = NULL;
+		if (ent->op == POHMEL_OP_SETATTR)
+			POHMEL_I(ent->inode)->wb_setattrs--;
 		spin_unlock(&wb->lock);
 		pohmel_wb_free_ent(ent);
 	}

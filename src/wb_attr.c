@@ -14,9 +14,10 @@
  *
  * Why only objects made locally: they have no ACL and no other holder,
  * so the local VFS checks (setattr_prepare) are the server's own. Other
- * objects still go to the server at once, and so do directories: a
- * create in one is checked on the server against its mode, so a mode
- * changed locally would have to be sent before the log's next entry.
+ * objects still go to the server at once. A directory's change is a
+ * SETATTR entry on the write-back log (wb.c), not kept attributes: a
+ * create in it is checked on the server against its mode, and moves its
+ * mtime, so the change goes in order with the log's creates.
  *
  * Lock rules: pi->lock protects pi->dsa and pi->dsa_cred. Creating them
  * holds wb->grant_sem shared, so a RECALL (which holds it exclusive and
@@ -58,6 +59,53 @@ static void apply(struct inode *inode, const struct pohmel_sattr *sa)
 		inode_set_mtime_to_ts(inode, sa->mtime);
 }
 
+/* @sa's changes onto the pending @to: later values replace earlier ones. */
+void pohmel_sattr_merge(struct pohmel_sattr *to, const struct pohmel_sattr *sa)
+{
+	to->valid |= sa->valid;
+	if (sa->valid & (POHMEL_SET_ATIME | POHMEL_SET_ATIME_NOW)) {
+		to->valid &= ~(POHMEL_SET_ATIME | POHMEL_SET_ATIME_NOW);
+		to->valid |= sa->valid & (POHMEL_SET_ATIME |
+					  POHMEL_SET_ATIME_NOW);
+		to->atime = sa->atime;
+	}
+	if (sa->valid & (POHMEL_SET_MTIME | POHMEL_SET_MTIME_NOW)) {
+		to->valid &= ~(POHMEL_SET_MTIME | POHMEL_SET_MTIME_NOW);
+		to->valid |= sa->valid & (POHMEL_SET_MTIME |
+					  POHMEL_SET_MTIME_NOW);
+		to->mtime = sa->mtime;
+	}
+	if (sa->valid & POHMEL_SET_MODE)
+		to->mode = sa->mode;
+}
+
+/*
+ * A directory's local change (pohmel_wb_dir_setattr), on the inode at
+ * once and kept there (pi->dsa, no credentials: the log's entries carry
+ * them and send it) so that replies before its SETATTR do not undo it.
+ */
+void pohmel_wb_dir_apply(struct inode *dir, const struct pohmel_sattr *sa,
+			 struct timespec64 now)
+{
+	struct pohmel_inode *pi = POHMEL_I(dir);
+
+	spin_lock(&pi->lock);
+	pohmel_sattr_merge(&pi->dsa, sa);
+	apply(dir, sa);
+	inode_set_ctime_to_ts(dir, now);
+	spin_unlock(&pi->lock);
+}
+
+/* A directory's last SETATTR on the log was answered: nothing kept. */
+void pohmel_wb_dir_sent(struct inode *dir)
+{
+	struct pohmel_inode *pi = POHMEL_I(dir);
+
+	spin_lock(&pi->lock);
+	pi->dsa.valid = 0;
+	spin_unlock(&pi->lock);
+}
+
 void pohmel_wb_attr_reapply(struct inode *inode)
 {
 	struct pohmel_inode *pi = POHMEL_I(inode);
@@ -82,8 +130,7 @@ int pohmel_wb_setattr(struct inode *inode, const struct iattr *attr)
 	struct pohmel_sattr sa = {};
 	int err;
 
-	if ((v & ~LOCAL_VALID) || S_ISDIR(inode->i_mode) ||
-	    !test_bit(POHMEL_I_WB_NEW, &pi->flags))
+	if ((v & ~LOCAL_VALID) || !test_bit(POHMEL_I_WB_NEW, &pi->flags))
 		return -EAGAIN;
 	/*
 	 * A real change of owner goes to the server, which may refuse what
@@ -94,9 +141,13 @@ int pohmel_wb_setattr(struct inode *inode, const struct iattr *attr)
 	if (((v & ATTR_UID) && !uid_eq(attr->ia_uid, inode->i_uid)) ||
 	    ((v & ATTR_GID) && !gid_eq(attr->ia_gid, inode->i_gid)))
 		return -EAGAIN;
-	/* one SETATTR carries one caller's credentials */
+	/*
+	 * One SETATTR carries one caller's credentials. (A directory keeps
+	 * none: its log entries carry them, pohmel_wb_dir_setattr.)
+	 */
 	spin_lock(&pi->lock);
-	if (pi->dsa.valid && !same_caller(pi->dsa_cred, cred))
+	if (!S_ISDIR(inode->i_mode) && pi->dsa.valid &&
+	    !same_caller(pi->dsa_cred, cred))
 		old = pi->dsa_cred;
 	spin_unlock(&pi->lock);
 	if (old) {
@@ -120,6 +171,8 @@ int pohmel_wb_setattr(struct inode *inode, const struct iattr *attr)
 		sa.mtime = (v & ATTR_MTIME_SET) ? attr->ia_mtime : now;
 	}
 
+	if (S_ISDIR(inode->i_mode))
+		return pohmel_wb_dir_setattr(inode, &sa, now);
 	down_read(&sbi->wb.grant_sem);
 	if (!pohmel_wb_keeps_dirty(inode)) {
 		up_read(&sbi->wb.grant_sem);
@@ -132,24 +185,9 @@ int pohmel_wb_setattr(struct inode *inode, const struct iattr *attr)
 		up_read(&sbi->wb.grant_sem);
 		return -EAGAIN;
 	}
+	pohmel_sattr_merge(&pi->dsa, &sa);
 	apply(inode, &sa);
 	inode_set_ctime_to_ts(inode, now);
-	pi->dsa.valid |= sa.valid;
-	/* a later "now" or explicit time replaces the earlier one */
-	if (sa.valid & (POHMEL_SET_ATIME | POHMEL_SET_ATIME_NOW)) {
-		pi->dsa.valid &= ~(POHMEL_SET_ATIME | POHMEL_SET_ATIME_NOW);
-		pi->dsa.valid |= sa.valid & (POHMEL_SET_ATIME |
-					     POHMEL_SET_ATIME_NOW);
-		pi->dsa.atime = sa.atime;
-	}
-	if (sa.valid & (POHMEL_SET_MTIME | POHMEL_SET_MTIME_NOW)) {
-		pi->dsa.valid &= ~(POHMEL_SET_MTIME | POHMEL_SET_MTIME_NOW);
-		pi->dsa.valid |= sa.valid & (POHMEL_SET_MTIME |
-					     POHMEL_SET_MTIME_NOW);
-		pi->dsa.mtime = sa.mtime;
-	}
-	if (sa.valid & POHMEL_SET_MODE)
-		pi->dsa.mode = sa.mode;
 	if (!pi->dsa_cred)
 		pi->dsa_cred = get_cred(cred);
 	spin_unlock(&pi->lock);
@@ -177,6 +215,9 @@ int pohmel_wb_attr_flush(struct inode *inode)
 
 	if (!READ_ONCE(pi->dsa.valid))
 		return 0;
+	/* a directory's are SETATTRs on the log (pohmel_wb_dir_setattr) */
+	if (S_ISDIR(inode->i_mode))
+		return pohmel_wb_flush(sbi);
 	/* its create waits on the log: they go with it (wb_data.c) */
 	if (READ_ONCE(pi->wb_create)) {
 		err = pohmel_wb_flush(sbi);

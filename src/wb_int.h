@@ -14,6 +14,7 @@ struct pohmel_wb_ent {
 	struct inode *inode;		/* held: made or removed locally */
 	const struct cred *cred;	/* the creator's or remover's */
 	struct pohmel_forget *fg;	/* a removal's: what it gives up */
+	struct pohmel_sattr sa;		/* a directory's SETATTR */
 	u64 id;
 	struct timespec64 time;		/* the times the creator saw */
 	u16 op;

@@ -21,6 +21,7 @@
  *   fsync    fsync of the directory sends what is pending;
  *   batch    new files' data and attributes go in their creates' BATCH,
  *            and a syncfs commits them with one FSYNC_FS;
+ *   dirattr  chmod and utimes of a new directory are log entries too;
  *   age      left alone, the log goes out after wb_delay;
  *   conflict a name made in the export meanwhile: the flushed create
  *            fails (EEXIST), is counted, and the directory's next fsync
@@ -436,6 +437,50 @@ static void batch_data(const char *d, const char *ex)
 }
 
 /*
+ * dirattr: chmod and utimes of a directory made locally, after files
+ * were made in it (as tar does when it leaves a directory), go on the
+ * log as a SETATTR entry, in order: no SETATTR message of their own, and
+ * after the flush the export has the mode and the mtime set, not the
+ * creates' (which went before it).
+ */
+static void dir_attrs(const char *d, const char *ex)
+{
+	const struct timespec tv[2] = { { MTIME, 0 }, { MTIME, 0 } };
+	long long s0, a0;
+	char p[4400], dd[4250];
+	struct stat st;
+	int fd, i, ok;
+
+	snprintf(dd, sizeof(dd), "%s/dattr", d);
+	ok = mkdir(dd, 0700) == 0;
+	for (i = 0; ok && i < 3; i++) {
+		snprintf(p, sizeof(p), "%s/f%d", dd, i);
+		ok = write_file(p, "x", 1, O_EXCL, 0644) == 0;
+	}
+	s0 = msgs("setattr");
+	a0 = mstat("wb_attr_local");
+	ok = ok && chmod(dd, 0750) == 0 && utimensat(AT_FDCWD, dd, tv, 0) == 0;
+	tap_check(ok && stat(dd, &st) == 0 && (st.st_mode & 07777) == 0750 &&
+		  st.st_mtime == MTIME,
+		  "writeback: dirattr: a directory made locally, 3 files in it, then chmod 0750 and utimensat: stat shows them");
+	tap_check(msgs("setattr") == s0 && mstat("wb_attr_local") == a0 + 2,
+		  "writeback: dirattr: no SETATTR message (%lld), both kept on the log (wb_attr_local +%lld)",
+		  msgs("setattr") - s0, mstat("wb_attr_local") - a0);
+	fd = open(d, O_RDONLY | O_DIRECTORY);
+	ok = fd >= 0 && syncfs(fd) == 0;
+	if (fd >= 0)
+		close(fd);
+	snprintf(p, sizeof(p), "%s/dattr", ex);
+	tap_check(ok && stat(p, &st) == 0 && (st.st_mode & 07777) == 0750 &&
+		  st.st_mtime == MTIME,
+		  "writeback: dirattr: after syncfs the export has mode 0750 and the mtime set, not the creates' (%o, %lld)",
+		  ok ? st.st_mode & 07777 : 0, ok ? (long long)st.st_mtime : 0LL);
+	snprintf(p, sizeof(p), "%s/dattr/f2", ex);
+	tap_check(access(p, F_OK) == 0 && msgs("setattr") == s0,
+		  "writeback: dirattr: and its files, still with no SETATTR message of its own");
+}
+
+/*
  * PROCS processes create PER files each in DIR (held EXCL) at once, so
  * that their ids are taken in one order and could be logged in another;
  * the server takes an id as spending those below it in its range, and
@@ -663,6 +708,7 @@ int main(int argc, char **argv)
 
 	/* batch */
 	batch_data(d, ex);
+	dir_attrs(d, ex);
 
 	/*
 	 * conflict: the server has no such name yet; make one there before
