@@ -359,25 +359,30 @@ struct wb_write {
 };
 
 /*
- * A writeback WRITE ended with @n (bytes written, or -errno): the pages
- * are redirtied (transient errors) or the error is the mapping's, their
- * writeback ends, and a WRITE the server holds unstable keeps them on the
- * inode's unstable list until a commit (commit.c).
+ * A WRITE of @nr folios under writeback, @len bytes at @pos submitted
+ * under verifier generation @gen, ended with @n (bytes written, or
+ * -errno): the pages are redirtied (transient errors) or the error is
+ * the mapping's, their writeback ends, and a WRITE the server holds
+ * unstable keeps them on the inode's unstable list (taking @u and the
+ * folio references) until a commit (commit.c); else both are put.
+ * Returns @n, a short write made -EIO. Writeback's and the log's
+ * (wb_data.c).
  */
-static void wb_done(struct wb_write *w, ssize_t n)
+ssize_t pohmel_write_ended(struct inode *inode, struct folio **folios,
+			   unsigned int nr, loff_t pos, size_t len,
+			   struct pohmel_unstable *u, u32 gen, ssize_t n)
 {
-	struct inode *inode = w->inode;
 	unsigned int i;
 
 	if (n >= 0) {
 		atomic64_add(n, &POHMEL_SB(inode->i_sb)->stats.bytes_written);
-		if (n < w->len)
+		if (n < len)
 			n = -EIO;
 	}
 	if (n < 0 && pohmel_err_transient(n)) {
 		/* still under writeback, so not truncated: safe to redirty */
-		for (i = 0; i < w->nr; i++)
-			folio_mark_dirty(w->folios[i]);
+		for (i = 0; i < nr; i++)
+			folio_mark_dirty(folios[i]);
 	} else if (n < 0) {
 		mapping_set_error(inode->i_mapping, n);
 	}
@@ -386,17 +391,23 @@ static void wb_done(struct wb_write *w, ssize_t n)
 	 * for it finds the pins for its FSYNC_FS (commit.c); the page
 	 * cache keeps the folios until then (truncate waits for it).
 	 */
-	if (n > 0 && w->u)
-		/* the folio references pass to the unstable list */
-		pohmel_unstable_add(inode, w->u, w->folios, w->nr, w->pos,
-				    w->len, w->gen);
-	for (i = 0; i < w->nr; i++)
-		folio_end_writeback(w->folios[i]);
-	if (n <= 0 || !w->u) {
-		kfree(w->u);
-		for (i = 0; i < w->nr; i++)
-			folio_put(w->folios[i]);
+	if (n > 0 && u)
+		pohmel_unstable_add(inode, u, folios, nr, pos, len, gen);
+	for (i = 0; i < nr; i++)
+		folio_end_writeback(folios[i]);
+	if (n <= 0 || !u) {
+		kfree(u);
+		for (i = 0; i < nr; i++)
+			folio_put(folios[i]);
 	}
+	return n;
+}
+
+/* A writeback WRITE ended with @n: as pohmel_write_ended, then @w's waiter. */
+static void wb_done(struct wb_write *w, ssize_t n)
+{
+	n = pohmel_write_ended(w->inode, w->folios, w->nr, w->pos, w->len,
+			       w->u, w->gen, n);
 	if (w->sync) {
 		if (n < 0)
 			cmpxchg(&w->sync->err, 0, (int)n);

@@ -349,6 +349,8 @@ int pohmel_wb_setattr(struct inode *inode, const struct iattr *attr);
 int pohmel_wb_attr_flush(struct inode *inode);
 void pohmel_wb_attr_reapply(struct inode *inode);
 void pohmel_wb_attr_forget(struct inode *inode);
+void pohmel_wb_attr_sent(struct inode *inode, const struct pohmel_sattr *sa,
+			 const struct cred *cred);
 void pohmel_sattr_merge(struct pohmel_sattr *to, const struct pohmel_sattr *sa);
 void pohmel_wb_dir_apply(struct inode *dir, const struct pohmel_sattr *sa,
 			 struct timespec64 now);
@@ -375,6 +377,9 @@ void pohmel_wb_reconnected_work(struct work_struct *work);
 void pohmel_wb_shutdown(struct pohmel_sb_info *sbi);
 void pohmel_touch_dir(struct inode *dir, const struct timespec64 *now);
 bool pohmel_acl_create_plain(struct inode *dir, umode_t *mode);
+ssize_t pohmel_write_ended(struct inode *inode, struct folio **folios,
+			   unsigned int nr, loff_t pos, size_t len,
+			   struct pohmel_unstable *u, u32 gen, ssize_t n);
 struct pohmel_unstable *pohmel_unstable_alloc(unsigned int nr);
 void pohmel_unstable_add(struct inode *inode, struct pohmel_unstable *u,
 			 struct folio **folios, unsigned int nr, loff_t pos,

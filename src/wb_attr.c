@@ -281,17 +281,40 @@ void pohmel_wb_attr_forget(struct inode *inode)
 	pi->dsa_cred = NULL;
 }
 
+/*
+ * What @inode keeps is dropped: all of it (@sa NULL), or only if it is
+ * still @sa, changed by @cred (a later change stays, to be sent).
+ */
+static void attr_drop(struct inode *inode, const struct pohmel_sattr *sa,
+		      const struct cred *cred)
+{
+	struct pohmel_inode *pi = POHMEL_I(inode);
+	const struct pohmel_sattr *a = &pi->dsa;
+	const struct cred *old = NULL;
+
+	spin_lock(&pi->lock);
+	if (!sa || (a->valid == sa->valid && a->mode == sa->mode &&
+		    timespec64_equal(&a->atime, &sa->atime) &&
+		    timespec64_equal(&a->mtime, &sa->mtime) &&
+		    pi->dsa_cred == cred)) {
+		pi->dsa.valid = 0;
+		old = pi->dsa_cred;
+		pi->dsa_cred = NULL;
+	}
+	spin_unlock(&pi->lock);
+	if (old)
+		put_cred(old);
+}
+
 /* @inode's last name went locally (wb.c): what it had pending is moot. */
 void pohmel_wb_attr_discard(struct inode *inode)
 {
-	struct pohmel_inode *pi = POHMEL_I(inode);
-	const struct cred *cred;
+	attr_drop(inode, NULL, NULL);
+}
 
-	spin_lock(&pi->lock);
-	pi->dsa.valid = 0;
-	cred = pi->dsa_cred;
-	pi->dsa_cred = NULL;
-	spin_unlock(&pi->lock);
-	if (cred)
-		put_cred(cred);
+/* A copy of what @inode keeps (@sa, @cred's) was sent (wb_data.c). */
+void pohmel_wb_attr_sent(struct inode *inode, const struct pohmel_sattr *sa,
+			 const struct cred *cred)
+{
+	attr_drop(inode, sa, cred);
 }

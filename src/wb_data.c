@@ -273,27 +273,6 @@ fail:
 	return -ENOMEM;
 }
 
-/* @d's copy of the attributes was sent: off the inode, unless changed since. */
-static void sa_sent(struct pohmel_wb_data *d)
-{
-	struct pohmel_inode *pi = POHMEL_I(d->inode);
-	const struct pohmel_sattr *a = &pi->dsa, *b = &d->sa;
-	const struct cred *cred = NULL;
-
-	spin_lock(&pi->lock);
-	if (a->valid == b->valid && a->mode == b->mode &&
-	    timespec64_equal(&a->atime, &b->atime) &&
-	    timespec64_equal(&a->mtime, &b->mtime) &&
-	    pi->dsa_cred == d->sa_cred) {
-		pi->dsa.valid = 0;
-		cred = pi->dsa_cred;
-		pi->dsa_cred = NULL;
-	}
-	spin_unlock(&pi->lock);
-	if (cred)
-		put_cred(cred);
-}
-
 /* The BATCH did not go, or its outcome is unknown: all of it back. */
 void pohmel_wb_data_undo(struct pohmel_wb_data *d)
 {
@@ -301,37 +280,6 @@ void pohmel_wb_data_undo(struct pohmel_wb_data *d)
 	if (d->sa_cred)
 		put_cred(d->sa_cred);
 	kfree(d);
-}
-
-/* One run's WRITE answered with @n (bytes or -errno), as wb_done. */
-static void run_done(struct pohmel_wb_data *d, struct wb_run *r, ssize_t n)
-{
-	struct inode *inode = d->inode;
-	struct folio **folios = d->folios + r->first;
-	unsigned int i;
-
-	if (n >= 0) {
-		atomic64_add(n, &POHMEL_SB(inode->i_sb)->stats.bytes_written);
-		if (n < r->len)
-			n = -EIO;
-	}
-	if (n < 0 && pohmel_err_transient(n)) {
-		for (i = 0; i < r->nr; i++)
-			folio_mark_dirty(folios[i]);
-	} else if (n < 0) {
-		mapping_set_error(inode->i_mapping, n);
-	}
-	/* pinned before their writeback ends, as addr.c's wb_done */
-	if (n > 0 && r->u)
-		pohmel_unstable_add(inode, r->u, folios, r->nr, r->pos, r->len,
-				    d->gen);
-	for (i = 0; i < r->nr; i++)
-		folio_end_writeback(folios[i]);
-	if (n > 0 && r->u)
-		return;
-	kfree(r->u);
-	for (i = 0; i < r->nr; i++)
-		folio_put(folios[i]);
 }
 
 /*
@@ -345,6 +293,7 @@ void pohmel_wb_data_done(struct pohmel_wb_data *d, struct pohmel_req *b,
 	struct inode *inode = d->inode;
 	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
 	struct pohmel_fattr fa, unused;
+	struct wb_run *r;
 	unsigned int i;
 	int err;
 
@@ -352,17 +301,19 @@ void pohmel_wb_data_done(struct pohmel_wb_data *d, struct pohmel_req *b,
 		err = pohmel_rpc_batch_entry(b, off, &fa, &unused);
 		if (err >= 0)
 			pohmel_refresh_inode(inode, &fa, POHMEL_REFRESH_OWN);
-		run_done(d, &d->runs[i], err);
+		r = &d->runs[i];
+		pohmel_write_ended(inode, d->folios + r->first, r->nr, r->pos,
+				   r->len, r->u, d->gen, err);
 	}
 	atomic64_inc(&sbi->stats.wb_data);
 	if (d->sa.valid) {
 		err = pohmel_rpc_batch_entry(b, off, &fa, &unused);
 		if (!err) {
-			sa_sent(d);
+			pohmel_wb_attr_sent(inode, &d->sa, d->sa_cred);
 			pohmel_refresh_inode(inode, &fa, POHMEL_REFRESH_OWN);
 		} else if (!pohmel_err_transient(err)) {
 			/* not sent again: dropped to agree with the server */
-			sa_sent(d);
+			pohmel_wb_attr_sent(inode, &d->sa, d->sa_cred);
 			atomic64_inc(&sbi->stats.wb_errors);
 			pr_warn_ratelimited("%s (%pISpc): an attribute change made locally to object %llu failed on the server: error %d\n",
 					    sbi->conn.name, &sbi->conn.addr,
