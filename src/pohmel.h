@@ -349,6 +349,8 @@ int pohmel_wb_setattr(struct inode *inode, const struct iattr *attr);
 int pohmel_wb_attr_flush(struct inode *inode);
 void pohmel_wb_attr_reapply(struct inode *inode);
 void pohmel_wb_attr_forget(struct inode *inode);
+bool pohmel_same_caller(const struct cred *a, const struct cred *b);
+void pohmel_wb_attr_refused(struct inode *inode, int err);
 void pohmel_wb_attr_sent(struct inode *inode, const struct pohmel_sattr *sa,
 			 const struct cred *cred);
 void pohmel_sattr_merge(struct pohmel_sattr *to, const struct pohmel_sattr *sa);

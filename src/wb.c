@@ -298,9 +298,7 @@ int pohmel_wb_dir_setattr(struct inode *dir, const struct pohmel_sattr *sa,
 	last = list_empty(&wb->log) ? NULL :
 	       list_last_entry(&wb->log, struct pohmel_wb_ent, list);
 	if (!flushing && last && last->op == POHMEL_OP_SETATTR &&
-	    last->inode == dir && uid_eq(last->cred->fsuid, cred->fsuid) &&
-	    gid_eq(last->cred->fsgid, cred->fsgid) &&
-	    last->cred->group_info == cred->group_info) {
+	    last->inode == dir && pohmel_same_caller(last->cred, cred)) {
 		pohmel_sattr_merge(&last->sa, sa);
 	} else {
 		ent->dir = igrab(dir);
@@ -388,13 +386,8 @@ static void setattr_done(struct pohmel_sb_info *sbi, struct pohmel_wb_ent *ent,
 		atomic64_inc(&sbi->stats.wb_flushed);
 		return;
 	}
-	atomic64_inc(&sbi->stats.wb_errors);
-	pr_warn_ratelimited("%s (%pISpc): an attribute change made locally to directory %llu failed on the server: error %d\n",
-			    sbi->conn.name, &sbi->conn.addr,
-			    POHMEL_I(ent->inode)->oid.id, err);
-	mapping_set_error(ent->inode->i_mapping, err);
 	pohmel_wb_dir_sent(ent->inode);
-	pohmel_invalidate_attrs(ent->inode);
+	pohmel_wb_attr_refused(ent->inode, err);
 }
 
 /*

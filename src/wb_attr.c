@@ -37,7 +37,8 @@
 			 ATTR_KILL_PRIV | ATTR_FILE | ATTR_FORCE | \
 			 ATTR_TIMES_SET | ATTR_TOUCH | ATTR_OPEN)
 
-static bool same_caller(const struct cred *a, const struct cred *b)
+/* Would one SETATTR carry both callers' changes? */
+bool pohmel_same_caller(const struct cred *a, const struct cred *b)
 {
 	return a == b || (uid_eq(a->fsuid, b->fsuid) &&
 			  gid_eq(a->fsgid, b->fsgid) &&
@@ -147,7 +148,7 @@ int pohmel_wb_setattr(struct inode *inode, const struct iattr *attr)
 	 */
 	spin_lock(&pi->lock);
 	if (!S_ISDIR(inode->i_mode) && pi->dsa.valid &&
-	    !same_caller(pi->dsa_cred, cred))
+	    !pohmel_same_caller(pi->dsa_cred, cred))
 		old = pi->dsa_cred;
 	spin_unlock(&pi->lock);
 	if (old) {
@@ -179,7 +180,7 @@ int pohmel_wb_setattr(struct inode *inode, const struct iattr *attr)
 		return -EAGAIN;
 	}
 	spin_lock(&pi->lock);
-	if (pi->dsa.valid && !same_caller(pi->dsa_cred, cred)) {
+	if (pi->dsa.valid && !pohmel_same_caller(pi->dsa_cred, cred)) {
 		/* another caller's change came in between: send both apart */
 		spin_unlock(&pi->lock);
 		up_read(&sbi->wb.grant_sem);
@@ -262,12 +263,26 @@ int pohmel_wb_attr_flush(struct inode *inode)
 	put_cred(cred);
 	if (!err)
 		return pohmel_refresh_inode(inode, &fa, POHMEL_REFRESH_OWN);
+	pohmel_wb_attr_refused(inode, err);
+	return err;
+}
+
+/*
+ * The server refused an attribute change made locally to @inode (sent
+ * alone, in a new file's BATCH, or a directory's log entry): counted,
+ * logged, reported like a failed write (errseq: the next fsync), and
+ * the cached attributes dropped to agree with the server again.
+ */
+void pohmel_wb_attr_refused(struct inode *inode, int err)
+{
+	struct pohmel_sb_info *sbi = POHMEL_SB(inode->i_sb);
+
 	atomic64_inc(&sbi->stats.wb_errors);
 	pr_warn_ratelimited("%s (%pISpc): an attribute change made locally to object %llu failed on the server: error %d\n",
-			    sbi->conn.name, &sbi->conn.addr, pi->oid.id, err);
+			    sbi->conn.name, &sbi->conn.addr,
+			    POHMEL_I(inode)->oid.id, err);
 	mapping_set_error(inode->i_mapping, err);
 	pohmel_invalidate_attrs(inode);
-	return err;
 }
 
 /* The inode goes: what was not sent is dropped with it. */

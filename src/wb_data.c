@@ -314,12 +314,7 @@ void pohmel_wb_data_done(struct pohmel_wb_data *d, struct pohmel_req *b,
 		} else if (!pohmel_err_transient(err)) {
 			/* not sent again: dropped to agree with the server */
 			pohmel_wb_attr_sent(inode, &d->sa, d->sa_cred);
-			atomic64_inc(&sbi->stats.wb_errors);
-			pr_warn_ratelimited("%s (%pISpc): an attribute change made locally to object %llu failed on the server: error %d\n",
-					    sbi->conn.name, &sbi->conn.addr,
-					    POHMEL_I(inode)->oid.id, err);
-			mapping_set_error(inode->i_mapping, err);
-			pohmel_invalidate_attrs(inode);
+			pohmel_wb_attr_refused(inode, err);
 		} else {
 			/* kept on the inode: ->write_inode sends them */
 			__mark_inode_dirty(inode, I_DIRTY_SYNC);
